@@ -1,0 +1,157 @@
+"""A computed context: the focus, the picked notes with their costs, and its JSON.
+
+Shared by every strategy: preparing the focus note (its row, contextual path and cost), costing a
+related note, assembling the GraphRAGResult bytes, and slicing a result to a smaller tokenLimit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from graphrag.errors import NoteNotFound
+from graphrag.model import Need, Relation, Row, Skeleton
+from graphrag.rand import u
+from graphrag.render import bare_note, dumps, focus_note, uri
+from graphrag.tokens import TokenCounter
+from graphrag.view import GraphView
+
+__all__ = ["Costing", "Focus", "Outcome", "Pick", "prepare_focus", "slice_result"]
+
+
+@dataclass(frozen=True, slots=True)
+class Focus:
+    skeleton: Skeleton
+    row: Row
+    contextual_path: tuple[int, ...]
+    tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class Pick:
+    """A related note as emitted: its relation, compact JSON and token cost."""
+
+    note_id: int
+    relation: Relation
+    json: bytes
+    tokens: int
+
+
+class Costing:
+    """Renders and costs related notes once per (note, relation) for a whole batch."""
+
+    def __init__(self, view: GraphView, counter: TokenCounter, truncate_bytes: int) -> None:
+        self.view = view
+        self.counter = counter
+        self.truncate_bytes = truncate_bytes
+        self._memo: dict[tuple[int, Relation], Pick | None] = {}
+        self._orders: dict[tuple[int, str, int], tuple[int, ...]] = {}
+
+    def pick(self, note_id: int, relation: Relation) -> Pick | None:
+        """The rendered note, or None when it turned out absent or deleted (raises MissingData)."""
+        key = (note_id, relation)
+        if key not in self._memo:
+            self._memo[key] = self._render(note_id, relation)
+        return self._memo[key]
+
+    def shuffled(self, seed: int, purpose: str, owner: int, ids: Sequence[int]) -> tuple[int, ...]:
+        """``ids`` by ascending ``u(seed, purpose, id)``, memoised per (seed, purpose, owner)."""
+        key = (seed, purpose, owner)
+        if key not in self._orders:
+            self._orders[key] = tuple(sorted(ids, key=lambda i: u(seed, purpose, i)))
+        return self._orders[key]
+
+    def _render(self, note_id: int, relation: Relation) -> Pick | None:
+        row = self.view.row(note_id)
+        if row is None or self.view.live(note_id) is None:
+            return None
+        data = dumps(bare_note(row, relation, truncate_bytes=self.truncate_bytes))
+        return Pick(note_id, relation, data, self.counter.count(data))
+
+
+def prepare_focus(
+    view: GraphView, counter: TokenCounter, focus_id: int
+) -> Generator[Need, None, Focus]:
+    """Load and cost the focus note: its FocusNote JSON with contextualPath, empty lists."""
+    yield from view.ensure(Need(ancestors=frozenset({focus_id}), rows=frozenset({focus_id})))
+    skeleton, row = view.live(focus_id), view.row(focus_id)
+    if skeleton is None or row is None:
+        raise NoteNotFound(focus_id)
+    path = tuple(view.ancestors(focus_id))
+    tokens = counter.count(dumps(focus_note(row, path)))
+    return Focus(skeleton, row, path, tokens)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The result of one computation, before and after rendering."""
+
+    focus: Focus
+    picks: tuple[Pick, ...]
+    children: tuple[int, ...] = ()
+    prior_siblings: tuple[int, ...] = ()
+    younger_siblings: tuple[int, ...] = ()
+    inbound_references: tuple[int, ...] = ()
+    extra_refs: frozenset[int] = field(default_factory=frozenset)
+
+    def focus_json(self) -> dict[str, Any]:
+        return focus_note(
+            self.focus.row,
+            self.focus.contextual_path,
+            children=self.children,
+            prior_siblings=self.prior_siblings,
+            younger_siblings=self.younger_siblings,
+            inbound_references=self.inbound_references,
+        )
+
+    def to_json(self) -> bytes:
+        """The GraphRAGResult bytes; each related note's bytes are exactly what was costed."""
+        related = b",".join(p.json for p in self.picks)
+        return b'{"focusNote":' + dumps(self.focus_json()) + b',"relatedNotes":[' + related + b"]}"
+
+    @property
+    def related_tokens(self) -> tuple[int, ...]:
+        return tuple(p.tokens for p in self.picks)
+
+    def depends_on(self, view: GraphView) -> frozenset[int]:
+        """Every note whose content this result shows: focus, related, their refs, the path."""
+        shown: set[int] = {self.focus.skeleton.id, *self.focus.contextual_path}
+        for note_id in (self.focus.skeleton.id, *(p.note_id for p in self.picks)):
+            shown.add(note_id)
+            row = view.row(note_id)
+            if row is not None:
+                shown.update(ref.id for ref in (row.parent, row.target) if ref is not None)
+        return frozenset(shown)
+
+
+def within_budget(tokens: Iterable[int], budget: int) -> int:
+    """How many leading items fit into ``budget``: stop at the first that does not fit."""
+    used = count = 0
+    for cost in tokens:
+        if used + cost > budget:
+            break
+        used += cost
+        count += 1
+    return count
+
+
+def slice_result(
+    result: dict[str, Any], focus_tokens: int, related_tokens: Sequence[int], token_limit: int
+) -> dict[str, Any]:
+    """The result a prefix-selecting strategy gives at a smaller ``token_limit``.
+
+    Valid for wavefront-style results only: relatedNotes is cut to the leading notes that fit into
+    ``token_limit - focus_tokens`` and the focus lists keep only URIs that are still present.
+    """
+    keep = within_budget(related_tokens, token_limit - focus_tokens)
+    related = result["relatedNotes"][:keep]
+    present = {note["uri"] for note in related}
+    focus = dict(result["focusNote"])
+    for key in ("children", "priorSiblings", "youngerSiblings", "inboundReferences"):
+        focus[key] = [u for u in focus[key] if u in present]
+    return {"focusNote": focus, "relatedNotes": related}
+
+
+def uris(ids: Iterable[int]) -> list[str]:
+    return [uri(i) for i in ids]

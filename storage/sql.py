@@ -1,0 +1,249 @@
+"""Every SQL statement of the service, in SQLAlchemy Core, against Doughnut's ``note`` table.
+
+Reads are batched: each kind of need (skeletons by id, children by parent, inbound link notes by
+target, ancestor chains, rendered rows) is one ``IN`` statement per chunk of at most ``in_chunk`` ids
+(50-100: MySQL switches from index dives to statistics at 200 values). Children and inbound lists are
+integers only; titles and details are read just for notes that may be shown. The service never writes
+to ``note`` except ``db init`` / ``db load-sample`` for demos and tests.
+"""
+
+from __future__ import annotations
+
+import calendar
+import datetime as dt
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    DateTime,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    event,
+    inspect,
+    literal,
+    select,
+)
+from sqlalchemy.dialects import mysql
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import SQLAlchemyError
+
+from graphrag.errors import DatabaseUnavailable, SchemaMismatch
+from graphrag.model import Need, Ref, Row, Skeleton
+from graphrag.view import GraphView
+
+__all__ = ["REQUIRED_COLUMNS", "NoteStore", "metadata", "note"]
+
+_UINT = Integer().with_variant(mysql.INTEGER(unsigned=True), "mysql", "mariadb")
+_TS = DateTime().with_variant(mysql.TIMESTAMP(), "mysql", "mariadb")
+_TS3 = DateTime().with_variant(mysql.TIMESTAMP(fsp=3), "mysql", "mariadb")
+
+metadata = MetaData()
+#: Doughnut's table, reduced to the columns the service reads plus the ones it shows in demos.
+note = Table(
+    "note",
+    metadata,
+    Column("id", _UINT, primary_key=True, autoincrement=True),
+    Column("parent_id", _UINT, nullable=True),
+    Column("target_note_id", _UINT, nullable=True),
+    Column("sibling_order", BigInteger, nullable=False, server_default="1"),
+    Column("topic_constructor", String(150), nullable=False),
+    Column("description", Text, nullable=True),
+    Column("created_at", _TS, nullable=False),
+    Column("updated_at", _TS, nullable=True),
+    Column("deleted_at", _TS3, nullable=True),
+    Column("notebook_id", _UINT, nullable=True),
+    Column("creator_id", _UINT, nullable=True),
+    Index("parent_id_2", "parent_id"),
+    Index("target_note_id", "target_note_id"),
+    Index("parent_id", "sibling_order"),
+    Index("fk_note_notebook_id", "notebook_id"),
+    mysql_charset="utf8mb4",
+)
+REQUIRED_COLUMNS = (
+    "id", "parent_id", "target_note_id", "sibling_order", "topic_constructor", "description",
+    "created_at", "deleted_at",
+)
+_ANCESTOR_ROUND = 64  # parent hops one recursive statement follows; longer chains take more rounds
+_EPOCH = dt.datetime(1970, 1, 1)
+
+
+def _skeleton_cols(t: Any) -> list[Any]:
+    return [t.c.id, t.c.parent_id, t.c.target_note_id, t.c.sibling_order,
+            t.c.deleted_at.is_not(None).label("deleted")]
+
+
+def _skeleton(r: Any) -> Skeleton:
+    return Skeleton(r.id, r.parent_id, r.target_note_id, int(r.sibling_order), bool(r.deleted))
+
+
+def epoch_ms(moment: dt.datetime) -> int:
+    """Milliseconds since the epoch of a naive UTC (or aware) datetime."""
+    return calendar.timegm(moment.utctimetuple()) * 1000 + moment.microsecond // 1000
+
+
+def _chunks(ids: Iterable[int], size: int) -> Iterator[list[int]]:
+    ordered = sorted(ids)
+    for start in range(0, len(ordered), size):
+        yield ordered[start : start + size]
+
+
+def _use_utc(dbapi_connection: Any, _record: Any) -> None:
+    with dbapi_connection.cursor() as cursor:
+        cursor.execute("SET time_zone = '+00:00'")
+
+
+def prepare_engine(engine: Engine) -> Engine:
+    """Make MySQL/MariaDB sessions read TIMESTAMPs in UTC, as Doughnut stores them."""
+    if engine.dialect.name in ("mysql", "mariadb"):
+        event.listen(engine, "connect", _use_utc)
+    return engine
+
+
+class NoteStore:
+    """Read access to ``note``; driver errors leave as :class:`DatabaseUnavailable`."""
+
+    def __init__(self, engine: Engine, *, in_chunk: int = 100) -> None:
+        if not 1 <= in_chunk <= 1000:
+            raise ValueError("in_chunk must be between 1 and 1000")
+        self.engine = engine
+        self.in_chunk = in_chunk
+
+    # -- schema -------------------------------------------------------------------------------
+    def check_schema(self) -> None:
+        """Fail with the names of missing columns when ``note`` is not Doughnut-shaped."""
+        try:
+            columns = {c["name"] for c in inspect(self.engine).get_columns("note")}
+        except SQLAlchemyError as err:
+            if "note" in str(err) and "exist" in str(err).lower():
+                raise SchemaMismatch("table 'note' does not exist (run `graphrag db init`?)") from err
+            raise DatabaseUnavailable(f"database unreachable: {_reason(err)}") from err
+        missing = [c for c in REQUIRED_COLUMNS if c not in columns]
+        if missing:
+            raise SchemaMismatch(f"table 'note' lacks column(s): {', '.join(missing)}")
+
+    # -- batched reads ------------------------------------------------------------------------
+    def loader(self, conn: Connection, view: GraphView) -> Any:
+        """A ``load(need)`` callable for :func:`graphrag.run_batch` reading through ``conn``."""
+
+        def load(need: Need) -> None:
+            try:
+                self._load(conn, view, need)
+            except SQLAlchemyError as err:
+                raise DatabaseUnavailable(f"database error: {_reason(err)}") from err
+
+        return load
+
+    def _load(self, conn: Connection, view: GraphView, need: Need) -> None:
+        if need.rows:
+            self._rows(conn, view, need.rows)
+        if need.ancestors:
+            self._ancestors(conn, view, need.ancestors)
+        notes = view.missing(Need(notes=need.notes)).notes
+        if notes:
+            self._skeletons(conn, view, notes)
+        if need.children:
+            self._lists(conn, view, need.children, note.c.parent_id, view.put_children)
+        if need.inbound:
+            self._lists(conn, view, need.inbound, note.c.target_note_id, view.put_inbound)
+
+    def _skeletons(self, conn: Connection, view: GraphView, ids: Iterable[int]) -> None:
+        for chunk in _chunks(ids, self.in_chunk):
+            rows = conn.execute(select(*_skeleton_cols(note)).where(note.c.id.in_(chunk)))
+            view.put_skeletons(_skeleton(r) for r in rows)
+            view.put_absent(chunk)
+
+    def _lists(self, conn: Connection, view: GraphView, ids: Iterable[int], by: Any,
+               put: Any) -> None:
+        for chunk in _chunks(ids, self.in_chunk):
+            stmt = select(*_skeleton_cols(note)).where(by.in_(chunk), note.c.deleted_at.is_(None))
+            found: dict[int, list[Skeleton]] = {owner: [] for owner in chunk}
+            for r in conn.execute(stmt):
+                found[r.parent_id if by is note.c.parent_id else r.target_note_id].append(_skeleton(r))
+            for owner, members in found.items():
+                put(owner, members)
+
+    def _ancestors(self, conn: Connection, view: GraphView, ids: Iterable[int]) -> None:
+        for chunk in _chunks(ids, self.in_chunk):
+            seed = select(note.c.id, note.c.parent_id, literal(0).label("hops")).where(
+                note.c.id.in_(chunk)
+            ).cte("chain", recursive=True)
+            up = note.alias("up")
+            chain = seed.union_all(
+                select(up.c.id, up.c.parent_id, seed.c.hops + 1).where(
+                    up.c.id == seed.c.parent_id, seed.c.hops < _ANCESTOR_ROUND
+                )
+            )
+            ids_in_chain = select(chain.c.id).distinct().scalar_subquery()
+            stmt = select(*_skeleton_cols(note)).where(note.c.id.in_(ids_in_chain))
+            view.put_skeletons(_skeleton(r) for r in conn.execute(stmt))
+            view.put_absent(chunk)
+
+    def _rows(self, conn: Connection, view: GraphView, ids: Iterable[int]) -> None:
+        n, p, t = note.alias("n"), note.alias("p"), note.alias("t")
+        base = (
+            select(*_skeleton_cols(n), n.c.topic_constructor, n.c.description, n.c.created_at,
+                   p.c.id.label("p_id"), p.c.topic_constructor.label("p_title"),
+                   t.c.id.label("t_id"), t.c.topic_constructor.label("t_title"))
+            .outerjoin(p, (p.c.id == n.c.parent_id) & p.c.deleted_at.is_(None))
+            .outerjoin(t, (t.c.id == n.c.target_note_id) & t.c.deleted_at.is_(None))
+        )
+        for chunk in _chunks(ids, self.in_chunk):
+            for r in conn.execute(base.where(n.c.id.in_(chunk))):
+                view.put_row(_skeleton(r), _row(r))
+            view.put_absent_rows(chunk)
+
+    # -- paging (rebuild --all) ---------------------------------------------------------------
+    def live_ids_after(self, after_id: int, limit: int) -> list[int]:
+        """The next ``limit`` live note ids above ``after_id``: keyset paging, no OFFSET."""
+        stmt = (select(note.c.id).where(note.c.id > after_id, note.c.deleted_at.is_(None))
+                .order_by(note.c.id).limit(limit))
+        try:
+            with self.engine.connect() as conn:
+                return list(conn.execute(stmt).scalars())
+        except SQLAlchemyError as err:
+            raise DatabaseUnavailable(f"database error: {_reason(err)}") from err
+
+    def any_note(self) -> bool:
+        """Whether the table holds any row at all, deleted ones included."""
+        try:
+            with self.engine.connect() as conn:
+                return conn.execute(select(note.c.id).limit(1)).first() is not None
+        except SQLAlchemyError as err:
+            raise DatabaseUnavailable(f"database error: {_reason(err)}") from err
+
+    # -- demo/test writes ---------------------------------------------------------------------
+    def create_table(self) -> None:
+        """Create a Doughnut-shaped ``note`` table if none exists (demos and tests only)."""
+        metadata.create_all(self.engine, tables=[note])
+
+    def insert(self, rows: Sequence[dict[str, Any]], *, chunk: int = 1000) -> None:
+        with self.engine.begin() as conn:
+            for start in range(0, len(rows), chunk):
+                conn.execute(note.insert(), list(rows[start : start + chunk]))
+
+    def drop_table(self) -> None:
+        metadata.drop_all(self.engine, tables=[note])
+
+
+def _row(r: Any) -> Row:
+    return Row(
+        id=r.id,
+        title=r.topic_constructor,
+        details=r.description,
+        created_at_ms=epoch_ms(r.created_at),
+        is_link=r.target_note_id is not None,
+        parent=Ref(r.p_id, r.p_title) if r.p_id is not None else None,
+        target=Ref(r.t_id, r.t_title) if r.t_id is not None else None,
+    )
+
+
+def _reason(err: SQLAlchemyError) -> str:
+    """One line naming the cause, without the statement or parameters."""
+    orig = getattr(err, "orig", None)
+    return str(orig if orig is not None else err).splitlines()[0]

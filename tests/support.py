@@ -1,0 +1,150 @@
+"""Test support: an in-memory Doughnut graph that loads a GraphView without any database."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from graphrag import (
+    CharsCounter,
+    Costing,
+    GraphView,
+    Need,
+    Outcome,
+    Ref,
+    Request,
+    Row,
+    Skeleton,
+    StrategyParams,
+    TokenCounter,
+    computation,
+    run_batch,
+)
+
+NOW_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
+DAY_MS = 86_400_000
+
+
+@dataclass
+class Note:
+    id: int
+    parent_id: int | None = None
+    target_id: int | None = None
+    sibling_order: int | None = None
+    title: str | None = None
+    details: str | None = None
+    created_at_ms: int = NOW_MS - 30 * DAY_MS
+    deleted: bool = False
+
+    def skeleton(self) -> Skeleton:
+        order = self.sibling_order if self.sibling_order is not None else self.id * 1000
+        return Skeleton(self.id, self.parent_id, self.target_id, order, self.deleted)
+
+
+@dataclass
+class Graph:
+    """Notes by id; ``loads`` records every Need the algorithms asked for."""
+
+    notes: dict[int, Note] = field(default_factory=dict)
+    loads: list[Need] = field(default_factory=list)
+
+    def add(self, note_id: int, **kw: Any) -> Note:
+        note = Note(note_id, **kw)
+        self.notes[note_id] = note
+        return note
+
+    def rows(self) -> list[dict[str, Any]]:
+        """The graph as ``note`` table rows (for loading into a database)."""
+        base = dt.datetime(1970, 1, 1)
+        out = []
+        for n in self.notes.values():
+            sk = n.skeleton()
+            out.append({
+                "id": n.id, "parent_id": n.parent_id, "target_note_id": n.target_id,
+                "sibling_order": sk.sibling_order, "topic_constructor": self.title(n),
+                "description": n.details,
+                "created_at": base + dt.timedelta(milliseconds=n.created_at_ms),
+                "deleted_at": base if n.deleted else None,
+            })
+        return out
+
+    def title(self, n: Note) -> str:
+        if n.title is not None:
+            return n.title
+        return f":link {n.id}" if n.target_id is not None else f"note {n.id}"
+
+    def _ref(self, note_id: int | None) -> Ref | None:
+        n = self.notes.get(note_id) if note_id is not None else None
+        return None if n is None or n.deleted else Ref(n.id, self.title(n))
+
+    def row(self, n: Note) -> Row:
+        return Row(n.id, self.title(n), n.details, n.created_at_ms, n.target_id is not None,
+                   self._ref(n.parent_id), self._ref(n.target_id))
+
+    def load(self, view: GraphView, need: Need) -> None:
+        self.loads.append(need)
+        for i in need.rows:
+            n = self.notes.get(i)
+            if n is None:
+                view.put_absent_rows([i])
+            else:
+                view.put_row(n.skeleton(), self.row(n))
+        for i in need.notes | need.ancestors:
+            self._put_chain(view, i)
+        for p in need.children:
+            view.put_children(p, [n.skeleton() for n in self.notes.values()
+                                  if n.parent_id == p and not n.deleted])
+        for t in need.inbound:
+            view.put_inbound(t, [n.skeleton() for n in self.notes.values()
+                                 if n.target_id == t and not n.deleted])
+
+    def _put_chain(self, view: GraphView, start: int) -> None:
+        seen: set[int] = set()
+        current: int | None = start
+        while current is not None and current not in seen:
+            seen.add(current)
+            n = self.notes.get(current)
+            if n is None:
+                view.put_absent([current])
+                return
+            view.put_skeletons([n.skeleton()])
+            current = n.parent_id
+
+
+def compute_all(
+    graph: Graph,
+    requests: Iterable[Request],
+    strategy: str = "wavefront",
+    *,
+    counter: TokenCounter | None = None,
+    params: StrategyParams | None = None,
+) -> tuple[GraphView, dict[Request, Any]]:
+    view = GraphView()
+    truncate = (params or StrategyParams()).details_truncate_bytes
+    costing = Costing(view, counter or CharsCounter(), truncate)
+    jobs = {r: computation(strategy, costing, params or StrategyParams(), r) for r in requests}
+    return view, run_batch(jobs, view, lambda need: graph.load(view, need))
+
+
+def compute(
+    graph: Graph,
+    focus: int,
+    strategy: str = "wavefront",
+    *,
+    token_limit: int = 5000,
+    seed: int = 0,
+    now_ms: int = NOW_MS,
+    counter: TokenCounter | None = None,
+    params: StrategyParams | None = None,
+    traversal_token_limit: int | None = None,
+) -> Outcome:
+    """One computation; raises the note's error."""
+    request = Request(focus, seed, token_limit, now_ms, traversal_token_limit)
+    _, results = compute_all(graph, [request], strategy, counter=counter, params=params)
+    result = results[request]
+    if isinstance(result, Exception):
+        raise result
+    assert isinstance(result, Outcome)
+    return result

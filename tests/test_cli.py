@@ -1,0 +1,121 @@
+"""The ``graphrag`` command line as a user meets it: real processes, real files, one-line errors."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+from storage.sample import SAMPLE_FOCUS_IDS
+
+NOW = "2026-07-01T00:00:00Z"
+
+
+def graphrag(*args: str) -> subprocess.CompletedProcess[bytes]:
+    code = "from worker.cli import main; main()"
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def sample_db(tmp_path_factory: pytest.TempPathFactory) -> str:
+    url = f"sqlite:///{tmp_path_factory.mktemp('cli') / 'sample.db'}"
+    assert graphrag("db", "init", "--db", url).returncode == 0
+    loaded = graphrag("db", "load-sample", "--db", url)
+    assert loaded.returncode == 0, loaded.stderr
+    return url
+
+
+def context(url: str, note: int | str, *extra: str) -> subprocess.CompletedProcess[bytes]:
+    return graphrag("context", str(note), "--live", "--db", url, "--now", NOW, *extra)
+
+
+def assert_one_line_error(proc: subprocess.CompletedProcess[bytes], code: int, *words: str) -> None:
+    err = proc.stderr.decode()
+    assert proc.returncode == code, err
+    assert proc.stdout == b""
+    assert "Traceback" not in err
+    for word in words:
+        assert word in err
+
+
+@pytest.mark.parametrize("strategy", ["wavefront", "layered"])
+def test_same_inputs_give_identical_bytes_across_processes(sample_db: str, strategy: str) -> None:
+    for note in SAMPLE_FOCUS_IDS.values():
+        if note == SAMPLE_FOCUS_IDS["deleted"]:
+            continue
+        first = context(sample_db, note, "--strategy", strategy, "--seed", "3")
+        second = context(sample_db, note, "--strategy", strategy, "--seed", "3")
+        assert first.returncode == 0, first.stderr
+        assert first.stdout == second.stdout
+        result = orjson.loads(first.stdout)
+        assert set(result) == {"focusNote", "relatedNotes"}
+        assert result["focusNote"]["uri"] == f"/n{note}"
+
+
+def test_different_seeds_sample_differently(sample_db: str) -> None:
+    monster = SAMPLE_FOCUS_IDS["monster_parent"]
+    outputs = {context(sample_db, monster, "--seed", str(seed)).stdout for seed in range(4)}
+    assert len(outputs) > 1
+
+
+def test_pretty_is_the_same_json(sample_db: str) -> None:
+    note = SAMPLE_FOCUS_IDS["link_note"]
+    compact = context(sample_db, note).stdout
+    pretty = context(sample_db, note, "--pretty").stdout
+    assert pretty != compact
+    assert orjson.loads(pretty) == orjson.loads(compact)
+
+
+def test_token_limit_and_counter_are_honoured(sample_db: str) -> None:
+    note = SAMPLE_FOCUS_IDS["hub"]
+    one = orjson.loads(context(sample_db, note, "--token-counter", "one-per-note",
+                               "--token-limit", "4").stdout)
+    assert len(one["relatedNotes"]) == 3
+    none = orjson.loads(context(sample_db, note, "--token-limit", "0").stdout)
+    assert none["relatedNotes"] == []
+
+
+def test_unknown_and_deleted_notes_are_one_line_errors(sample_db: str) -> None:
+    assert_one_line_error(context(sample_db, 999_999), 1, "999999", "does not exist")
+    deleted = SAMPLE_FOCUS_IDS["deleted"]
+    assert_one_line_error(context(sample_db, deleted), 1, str(deleted), "deleted")
+
+
+@pytest.mark.parametrize("bad", ["abc", "1.5", "0x10"])
+def test_non_numeric_ids_are_rejected(sample_db: str, bad: str) -> None:
+    assert_one_line_error(context(sample_db, bad), 2, "not a note id")
+
+
+def test_bad_now_is_rejected(sample_db: str) -> None:
+    proc = graphrag("context", "1", "--live", "--db", sample_db, "--now", "yesterday")
+    assert_one_line_error(proc, 2, "--now")
+
+
+def test_unreachable_database(tmp_path: Path) -> None:
+    proc = context("mysql+pymysql://root@127.0.0.1:1/doughnut", 1)
+    assert_one_line_error(proc, 1, "database unreachable")
+    assert_one_line_error(context("not a url", 1), 1, "not a valid SQLAlchemy URL")
+
+
+def test_table_without_expected_columns_names_them(tmp_path: Path) -> None:
+    path = tmp_path / "odd.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE note (id INTEGER PRIMARY KEY, topic_constructor TEXT)")
+    proc = context(f"sqlite:///{path}", 1)
+    assert_one_line_error(proc, 1, "parent_id", "deleted_at", "sibling_order")
+
+
+def test_bad_setting_names_the_variable(sample_db: str) -> None:
+    code = "from worker.cli import main; main()"
+    env = {"GRAPHRAG_MAX_TOKEN_LIMIT": "lots", "PATH": "/usr/bin:/bin"}
+    proc = subprocess.run([sys.executable, "-c", code, "context", "1", "--live", "--db", sample_db],
+                          capture_output=True, timeout=60, env=env)
+    assert_one_line_error(proc, 1, "GRAPHRAG_MAX_TOKEN_LIMIT")
+
+
+def test_load_sample_refuses_a_non_empty_table(sample_db: str) -> None:
+    assert_one_line_error(graphrag("db", "load-sample", "--db", sample_db), 1, "not empty")

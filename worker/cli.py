@@ -1,0 +1,141 @@
+"""The ``graphrag`` command line. Errors print one line on stderr and exit non-zero."""
+
+from __future__ import annotations
+
+import datetime as dt
+import sys
+from collections.abc import Callable
+from functools import wraps
+from typing import Any, TypeVar
+
+import click
+import orjson
+
+from graphrag import GraphRagError, Request
+from graphrag.params import STRATEGIES
+from graphrag.tokens import COUNTER_NAMES
+from storage.sample import sample_notes
+from storage.sql import epoch_ms
+from worker.compose import build_service, build_store
+from worker.settings import load_settings
+
+__all__ = ["main"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+db_option = click.option(
+    "--db", "database_url", metavar="URL", default=None,
+    help="SQLAlchemy URL of the Doughnut database [env GRAPHRAG_DATABASE_URL; "
+         "default: an embedded SQLite file graphrag.db].",
+)
+
+
+def reports_errors(func: F) -> F:
+    """Turn the service's errors into one line on stderr and exit status 1."""
+
+    @wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except GraphRagError as err:
+            click.echo(f"error: {err}", err=True)
+            sys.exit(1)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def parse_now(value: str | None) -> int:
+    """``--now`` as epoch ms; naive times are UTC; default: the current time."""
+    if value is None:
+        return epoch_ms(dt.datetime.now(dt.UTC))
+    try:
+        moment = dt.datetime.fromisoformat(value)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not an ISO-8601 time", param_hint="--now") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.UTC)
+    return epoch_ms(moment.astimezone(dt.UTC))
+
+
+class NoteId(click.ParamType):
+    name = "NOTE_ID"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> int:
+        text = str(value)
+        if not text.isdigit():
+            self.fail(f"{text!r} is not a note id (a non-negative integer)", param, ctx)
+        return int(text)
+
+
+@click.group()
+def main() -> None:
+    """Graph RAG context snapshots for Doughnut."""
+
+
+@main.command()
+@click.argument("note_id", type=NoteId())
+@click.option("--live", is_flag=True, help="Compute from the database now (no snapshot).")
+@db_option
+@click.option("--strategy", type=click.Choice(STRATEGIES), default=None)
+@click.option("--seed", type=int, default=None, help="Sampling seed [default: first of GRAPHRAG_SEEDS].")
+@click.option("--token-limit", type=click.IntRange(0, 1_000_000), default=None,
+              help="Doughnut's tokenLimit, focus note included [default: GRAPHRAG_MAX_TOKEN_LIMIT].")
+@click.option("--token-counter", type=click.Choice(COUNTER_NAMES), default=None)
+@click.option("--now", "now", default=None, metavar="ISO-8601",
+              help="The time recency is scored against [default: now].")
+@click.option("--pretty", is_flag=True, help="Indent the JSON.")
+@reports_errors
+def context(note_id: int, live: bool, database_url: str | None, strategy: str | None,
+            seed: int | None, token_limit: int | None, token_counter: str | None,
+            now: str | None, pretty: bool) -> None:
+    """Print the GraphRAGResult JSON of NOTE_ID."""
+    settings = load_settings(database_url=database_url)
+    service = build_service(settings, token_counter)
+    service.store.check_schema()
+    limit = settings.max_token_limit if token_limit is None else token_limit
+    request = Request(note_id, settings.seeds[0] if seed is None else seed, limit, parse_now(now),
+                      traversal_token_limit=settings.max_token_limit)
+    result = service.compute(request, strategy or settings.strategy).to_json()
+    if pretty:
+        result = orjson.dumps(orjson.loads(result), option=orjson.OPT_INDENT_2)
+    sys.stdout.buffer.write(result + b"\n")
+
+
+@main.group()
+def db() -> None:
+    """Demo database commands (never run these against Doughnut's production database)."""
+
+
+@db.command("init")
+@db_option
+@reports_errors
+def db_init(database_url: str | None) -> None:
+    """Create a Doughnut-shaped ``note`` table if none exists."""
+    store = build_store(load_settings(database_url=database_url))
+    store.create_table()
+    store.check_schema()
+    click.echo("note table ready", err=True)
+
+
+@db.command("load-sample")
+@db_option
+@reports_errors
+def db_load_sample(database_url: str | None) -> None:
+    """Fill an empty ``note`` table with the bundled sample notebook."""
+    store = build_store(load_settings(database_url=database_url))
+    store.create_table()
+    store.check_schema()
+    if store.live_ids_after(0, 1) or store.any_note():
+        raise GraphRagError("the note table is not empty; load the sample into a fresh database")
+    rows = [n._asdict() for n in sample_notes()]
+    store.insert([_sample_row(r) for r in rows])
+    click.echo(f"loaded {len(rows)} sample notes", err=True)
+
+
+def _sample_row(r: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": r["id"], "parent_id": r["parent_id"], "target_note_id": r["target_note_id"],
+        "sibling_order": r["sibling_order"], "topic_constructor": r["title"],
+        "description": r["details"], "created_at": r["created_at"], "updated_at": r["created_at"],
+        "deleted_at": r["deleted_at"], "notebook_id": r["notebook_id"], "creator_id": 1,
+    }
