@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Generator, Hashable, Mapping
 from typing import TypeVar
 
+from graphrag.bfs import relationship_bfs
 from graphrag.errors import GraphRagError, InvalidParameter
 from graphrag.layered import layered
 from graphrag.model import Need
@@ -33,6 +34,8 @@ def computation(
         return wavefront(costing, params.wavefront, request)
     if strategy == "layered":
         return layered(costing, params.layered, request)
+    if strategy == "relationship-bfs":
+        return relationship_bfs(costing, params.bfs, request)
     raise InvalidParameter("strategy", f"unknown strategy {strategy!r}; choose from {STRATEGIES}")
 
 

@@ -16,6 +16,7 @@ from graphrag.errors import InvalidParameter
 
 __all__ = [
     "STRATEGIES",
+    "BfsParams",
     "LayeredParams",
     "Request",
     "StrategyParams",
@@ -23,7 +24,7 @@ __all__ = [
     "config_hash",
 ]
 
-STRATEGIES = ("wavefront", "layered")
+STRATEGIES = ("wavefront", "layered", "relationship-bfs")
 MAX_TOKEN_LIMIT_CEILING = 1_000_000  # above this a tokenLimit is a mistake, not a budget
 
 
@@ -77,11 +78,19 @@ class LayeredParams:
 
 
 @dataclass(frozen=True, slots=True)
+class BfsParams:
+    """seed-003 / DESIGN §2b: the number of waves."""
+
+    max_depth: int = 5
+
+
+@dataclass(frozen=True, slots=True)
 class StrategyParams:
     """All strategies' knobs plus the rendering choices that change bytes."""
 
     wavefront: WavefrontParams = WavefrontParams()
     layered: LayeredParams = LayeredParams()
+    bfs: BfsParams = BfsParams()
     details_truncate_bytes: int = 150
 
 

@@ -119,3 +119,39 @@ def test_bad_setting_names_the_variable(sample_db: str) -> None:
 
 def test_load_sample_refuses_a_non_empty_table(sample_db: str) -> None:
     assert_one_line_error(graphrag("db", "load-sample", "--db", sample_db), 1, "not empty")
+
+
+def test_compare_json_covers_three_strategies(sample_db: str) -> None:
+    notes = [str(SAMPLE_FOCUS_IDS["hub"]), str(SAMPLE_FOCUS_IDS["link_note"])]
+    proc = graphrag("compare", *notes, "--db", sample_db, "--now", NOW, "--format", "json",
+                    "--token-limit", "1500")
+    assert proc.returncode == 0, proc.stderr
+    report = orjson.loads(proc.stdout)
+    strategies = {"wavefront", "layered", "relationship-bfs"}
+    assert [n["noteId"] for n in report["notes"]] == [int(n) for n in notes]
+    for entry in (*report["notes"], report["total"]):
+        assert set(entry["strategies"]) == strategies
+        assert set(entry["overlap"]) == {"wavefront~layered", "wavefront~relationship-bfs",
+                                         "layered~relationship-bfs"}
+        assert all(0.0 <= v <= 1.0 for v in entry["overlap"].values())
+        for stats in entry["strategies"].values():
+            assert stats["tokens"] <= 1500 * len(notes)
+            assert sum(stats["labels"].values()) == stats["relatedNotes"]
+    total = report["total"]["strategies"]["wavefront"]["relatedNotes"]
+    assert total == sum(n["strategies"]["wavefront"]["relatedNotes"] for n in report["notes"])
+
+
+def test_compare_table_is_readable(sample_db: str) -> None:
+    proc = graphrag("compare", str(SAMPLE_FOCUS_IDS["hub"]), "--db", sample_db, "--now", NOW)
+    assert proc.returncode == 0, proc.stderr
+    text = proc.stdout.decode()
+    for word in ("strategy", "wavefront", "layered", "relationship-bfs", "overlap", "total"):
+        assert word in text
+
+
+def test_relationship_bfs_is_accepted_and_ignores_the_seed(sample_db: str) -> None:
+    note = SAMPLE_FOCUS_IDS["hub"]
+    one = context(sample_db, note, "--strategy", "relationship-bfs", "--seed", "1")
+    two = context(sample_db, note, "--strategy", "relationship-bfs", "--seed", "2")
+    assert one.returncode == 0, one.stderr
+    assert one.stdout == two.stdout

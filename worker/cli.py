@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import sys
+import time
 from collections.abc import Callable
 from functools import wraps
 from typing import Any, TypeVar
@@ -12,8 +13,10 @@ import click
 import orjson
 
 from graphrag import GraphRagError, Request
+from graphrag.compare import Trial, compare, render_table
 from graphrag.params import STRATEGIES
 from graphrag.tokens import COUNTER_NAMES
+from storage.context import ContextService
 from storage.sample import sample_notes
 from storage.sql import epoch_ms
 from worker.compose import build_service, build_store
@@ -99,6 +102,41 @@ def context(note_id: int, live: bool, database_url: str | None, strategy: str | 
     if pretty:
         result = orjson.dumps(orjson.loads(result), option=orjson.OPT_INDENT_2)
     sys.stdout.buffer.write(result + b"\n")
+
+
+@main.command("compare")
+@click.argument("note_ids", type=NoteId(), nargs=-1, required=True)
+@db_option
+@click.option("--token-limit", type=click.IntRange(0, 1_000_000), default=None,
+              help="tokenLimit for every strategy [default: GRAPHRAG_MAX_TOKEN_LIMIT].")
+@click.option("--seed", type=int, default=None, help="Sampling seed [default: first of GRAPHRAG_SEEDS].")
+@click.option("--token-counter", type=click.Choice(COUNTER_NAMES), default=None)
+@click.option("--now", "now", default=None, metavar="ISO-8601")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
+@reports_errors
+def compare_command(note_ids: tuple[int, ...], database_url: str | None, token_limit: int | None,
+                    seed: int | None, token_counter: str | None, now: str | None, fmt: str) -> None:
+    """Run every strategy on the same notes and show what switching strategy would change."""
+    settings = load_settings(database_url=database_url)
+    service = build_service(settings, token_counter)
+    service.store.check_schema()
+    limit = settings.max_token_limit if token_limit is None else token_limit
+    now_ms, chosen_seed = parse_now(now), settings.seeds[0] if seed is None else seed
+    trials: dict[int, dict[str, Trial]] = {}
+    for note_id in dict.fromkeys(note_ids):
+        request = Request(note_id, chosen_seed, limit, now_ms, traversal_token_limit=limit)
+        trials[note_id] = {s: _timed(service, request, s) for s in STRATEGIES}
+    report = compare(trials)
+    if fmt == "json":
+        sys.stdout.buffer.write(orjson.dumps(report) + b"\n")
+    else:
+        click.echo(render_table(report))
+
+
+def _timed(service: ContextService, request: Request, strategy: str) -> Trial:
+    started = time.perf_counter()
+    outcome = service.compute(request, strategy)
+    return Trial(outcome, (time.perf_counter() - started) * 1000)
 
 
 @main.group()

@@ -25,7 +25,7 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="GRAPHRAG_", frozen=True, extra="ignore")
 
     database_url: str = DEFAULT_DATABASE_URL
-    strategy: Literal["wavefront", "layered"] = "wavefront"
+    strategy: Literal["wavefront", "layered", "relationship-bfs"] = "wavefront"
     token_counter: Literal["tiktoken", "chars", "one-per-note"] = "tiktoken"
     tiktoken_file: Path | None = None
     max_token_limit: int = Field(default=5000, ge=1, le=1_000_000)
