@@ -19,8 +19,14 @@ from graphrag.params import BfsParams, Request
 __all__ = ["PRIMITIVES", "ordered_relationships", "relationship_bfs", "translate"]
 
 PRIMITIVES: Final = ("parent", "target", "sibling", "target-sibling", "child", "inbound-ref")
-_SYMBOLS: Final = {"parent": "P", "target": "O", "sibling": "PC", "target-sibling": "OI",
-                   "child": "C", "inbound-ref": "I"}
+_SYMBOLS: Final = {
+    "parent": "P",
+    "target": "O",
+    "sibling": "PC",
+    "target-sibling": "OI",
+    "child": "C",
+    "inbound-ref": "I",
+}
 _CANCELS: Final = {("C", "P"), ("I", "O")}  # each pair steps back to the note it left
 
 

@@ -40,8 +40,10 @@ def _overlap(per_strategy: Mapping[str, Sequence[Trial]]) -> dict[str, float]:
     out: dict[str, float] = {}
     for a, b in combinations(per_strategy, 2):
         pairs = zip(per_strategy[a], per_strategy[b], strict=True)
-        scores = [jaccard({p.note_id for p in x.outcome.picks}, {p.note_id for p in y.outcome.picks})
-                  for x, y in pairs]
+        scores = [
+            jaccard({p.note_id for p in x.outcome.picks}, {p.note_id for p in y.outcome.picks})
+            for x, y in pairs
+        ]
         out[f"{a}~{b}"] = round(sum(scores) / len(scores), 4) if scores else 1.0
     return out
 
@@ -51,11 +53,13 @@ def compare(trials: Mapping[int, Mapping[str, Trial]]) -> dict[str, Any]:
     of the selected note ids between every pair of strategies (mean over notes in the total)."""
     notes = []
     for note_id, by_strategy in trials.items():
-        notes.append({
-            "noteId": note_id,
-            "strategies": {s: _stats([t]) for s, t in by_strategy.items()},
-            "overlap": _overlap({s: [t] for s, t in by_strategy.items()}),
-        })
+        notes.append(
+            {
+                "noteId": note_id,
+                "strategies": {s: _stats([t]) for s, t in by_strategy.items()},
+                "overlap": _overlap({s: [t] for s, t in by_strategy.items()}),
+            }
+        )
     strategies = list(next(iter(trials.values()), {}))
     columns = {s: [trials[n][s] for n in trials] for s in strategies}
     total = {"strategies": {s: _stats(ts) for s, ts in columns.items()}, "overlap": _overlap(columns)}
@@ -66,8 +70,10 @@ def _block(title: str, entry: Mapping[str, Any]) -> list[str]:
     lines = [title]
     for strategy, s in entry["strategies"].items():
         labels = ", ".join(f"{k} {v}" for k, v in sorted(s["labels"].items(), key=lambda kv: -kv[1]))
-        lines.append(f"  {strategy:<17}{s['relatedNotes']:>8}{s['tokens']:>9}{s['computeMs']:>11.2f}"
-                     f"  {labels or '-'}")
+        lines.append(
+            f"  {strategy:<17}{s['relatedNotes']:>8}{s['tokens']:>9}{s['computeMs']:>11.2f}"
+            f"  {labels or '-'}"
+        )
     lines += [f"  overlap {pair}: {score:.2f}" for pair, score in entry["overlap"].items()]
     return lines
 

@@ -21,13 +21,14 @@ from graphrag.view import MissingData
 
 __all__ = ["layered"]
 
-_LOOKAHEAD = 8  # rows prefetched per registered handler on each restart
+# Rows prefetched per registered handler on a restart. A handler's window doubles each time the run
+# stops on it, so rounds stay logarithmic in the notes a large budget shows, while handlers that are
+# barely used (a monster parent's other lists) read only a few rows.
+_LOOKAHEAD_FIRST, _LOOKAHEAD_MAX = 8, 4096
 _LISTS = {R.CHILD: 0, R.PRIOR_SIBLING: 1, R.YOUNGER_SIBLING: 2, R.INBOUND_REFERENCE: 3}
 
 
-def layered(
-    costing: Costing, params: LayeredParams, request: Request
-) -> Generator[Need, None, Outcome]:
+def layered(costing: Costing, params: LayeredParams, request: Request) -> Generator[Need, None, Outcome]:
     """Compute one focus note's context the way Doughnut does; yields needs, returns the outcome."""
     view = costing.view
     focus = yield from prepare_focus(view, costing.counter, request.focus_id)
@@ -37,19 +38,25 @@ def layered(
     yield from view.ensure(
         Need(children=frozenset(first), inbound=frozenset({sk.id}), ancestors=targets, rows=targets)
     )
+    windows: dict[tuple[Relation, int], int] = {}
     while True:
-        run = _Run(costing, params, request, focus)
+        run: _Run | None = None
         try:
+            run = _Run(costing, params, request, focus)
             return run.run()
         except MissingData as miss:
-            yield view.missing(miss.need | run.lookahead())
+            yield view.missing(miss.need | (run.lookahead(windows) if run else Need()))
+            if run is not None and run.asking is not None:
+                key = run.asking.key
+                windows[key] = min(windows.get(key, _LOOKAHEAD_FIRST) * 2, _LOOKAHEAD_MAX)
 
 
 class _Handler:
     """Yields the notes of one relationship, one per call, from a lazily computed list."""
 
-    def __init__(self, relation: Relation, items: Callable[[], Sequence[int]]) -> None:
+    def __init__(self, relation: Relation, items: Callable[[], Sequence[int]], owner: int = 0) -> None:
         self.relation = relation
+        self.key = (relation, owner)
         self._items = items
         self._cached: Sequence[int] | None = None
         self.position = 0
@@ -89,6 +96,7 @@ class _Run:
         self.lists: tuple[list[int], ...] = ([], [], [], [])
         self.used = 0
         self.budget = req.token_limit - focus.tokens
+        self.asking: _Handler | None = None  # the handler being asked, for the look-ahead
         self._register_initial()
 
     # -- handler lists ----------------------------------------------------------------------------
@@ -148,9 +156,11 @@ class _Run:
         if relation is R.CHILD:
             sk = v.live(note)
             if sk is not None and sk.target_id is not None:
-                add3(_Handler(R.OBJECT_OF_REIFIED_CHILD, lambda: self._one(sk.target_id)))
+                add3(_Handler(R.OBJECT_OF_REIFIED_CHILD, lambda: self._one(sk.target_id), note))
         elif relation is R.INBOUND_REFERENCE:
-            add3(_Handler(R.SUBJECT_OF_INBOUND_REFERENCE, lambda: self._one(self._parent_id(note))))
+            add3(
+                _Handler(R.SUBJECT_OF_INBOUND_REFERENCE, lambda: self._one(self._parent_id(note)), note)
+            )
             add4(self._random(R.INBOUND_REFERENCE_CONTEXTUAL_PATH, note, lambda: v.ancestors(note)))
         elif relation in (R.SIBLING_OF_PARENT, R.SIBLING_OF_PARENT_OF_OBJECT):
             cousin = (
@@ -166,18 +176,14 @@ class _Run:
                 )
             )
         elif relation is R.SUBJECT_OF_INBOUND_REFERENCE:
-            add4(
-                self._random(
-                    R.SIBLING_OF_SUBJECT_OF_INBOUND_REFERENCE, note, lambda: v.children(note)
-                )
-            )
+            add4(self._random(R.SIBLING_OF_SUBJECT_OF_INBOUND_REFERENCE, note, lambda: v.children(note)))
 
     def _parent_id(self, note: int) -> int | None:
         parent = self.view.parent(note)
         return None if parent is None else parent.id
 
     def _random(self, relation: Relation, owner: int, ids: Callable[[], Sequence[int]]) -> _Handler:
-        return _Handler(relation, lambda: self._shuffled(relation, owner, ids()))
+        return _Handler(relation, lambda: self._shuffled(relation, owner, ids()), owner)
 
     # -- the loop ---------------------------------------------------------------------------------
     def run(self) -> Outcome:
@@ -197,6 +203,7 @@ class _Run:
     def _pass(self, layer: int) -> int:
         processed = 0
         for handler in list(self.layers[layer]):
+            self.asking = handler
             note = handler.next()
             if note is None:
                 continue
@@ -237,12 +244,13 @@ class _Run:
         )
 
     # -- look-ahead -------------------------------------------------------------------------------
-    def lookahead(self) -> Need:
-        """What every registered handler will read next; never raises."""
+    def lookahead(self, windows: dict[tuple[Relation, int], int]) -> Need:
+        """What every registered handler will read in its next window of notes; never raises."""
         need = Need()
         for handler in (h for layer in self.layers for h in layer):
+            window = windows.get(handler.key, _LOOKAHEAD_FIRST)
             try:
-                upcoming = handler.items()[handler.position : handler.position + _LOOKAHEAD]
+                upcoming = handler.items()[handler.position : handler.position + window]
             except MissingData as miss:
                 need = need | miss.need
             else:

@@ -70,9 +70,7 @@ class Costing:
         return Pick(note_id, relation, data, self.counter.count(data))
 
 
-def prepare_focus(
-    view: GraphView, counter: TokenCounter, focus_id: int
-) -> Generator[Need, None, Focus]:
+def prepare_focus(view: GraphView, counter: TokenCounter, focus_id: int) -> Generator[Need, None, Focus]:
     """Load and cost the focus note: its FocusNote JSON with contextualPath, empty lists."""
     yield from view.ensure(Need(ancestors=frozenset({focus_id}), rows=frozenset({focus_id})))
     skeleton, row = view.live(focus_id), view.row(focus_id)

@@ -9,7 +9,6 @@ tokenLimit selects a prefix of the same ranking.
 from __future__ import annotations
 
 import math
-from bisect import bisect_left
 from collections import Counter
 from collections.abc import Generator, Sequence
 
@@ -33,12 +32,6 @@ def wavefront(
     run = _Run(costing, params, request, focus)
     yield from run.discover()
     return run.select()
-
-
-def _nearest_distance(index: int, picked: Sequence[int]) -> int:
-    at = bisect_left(picked, index)
-    around = picked[max(at - 1, 0) : at + 1]
-    return min(abs(index - j) for j in around)
 
 
 class _Run:
@@ -121,12 +114,7 @@ class _Run:
             return
         picked = [i for i, kid in enumerate(kids) if kid in self.wave]
         if picked:
-            free = [
-                (_nearest_distance(i, picked), u(self.req.seed, "near", k), k)
-                for i, k in enumerate(kids)
-                if k not in self.wave
-            ]
-            chosen = [k for _, _, k in sorted(free)[:room]]
+            chosen = self._nearest_children(kids, picked, room)
         else:
             size = min(room, len(kids))
             start = math.floor(u(self.req.seed, "block", parent) * (len(kids) - size + 1))
@@ -135,6 +123,26 @@ class _Run:
             if not self._add(kid, depth, self.path[parent] + "C"):
                 return
             self.children_drawn[parent] += 1
+
+    def _nearest_children(self, kids: Sequence[int], picked: list[int], room: int) -> list[int]:
+        """Up to ``room`` unpooled children nearest to a picked index (ties by ``u``), found level
+        by level outwards so a monster parent costs its distance levels, not all its children."""
+        chosen: list[int] = []
+        seen = set(picked)
+        for distance in range(1, len(kids)):
+            level = {
+                i
+                for p in picked
+                for i in (p - distance, p + distance)
+                if 0 <= i < len(kids) and i not in seen
+            }
+            seen |= level
+            free = [kids[i] for i in level if kids[i] not in self.wave]
+            free.sort(key=lambda k: u(self.req.seed, "near", k))
+            chosen += free[: room - len(chosen)]
+            if len(chosen) >= room:
+                break
+        return chosen
 
     def _draw_inbound(self, target: int, depth: int) -> None:
         cap = self.p.inbound_cap_multiplier * (depth - self.wave[target])

@@ -23,8 +23,6 @@ details of 149, 150 and 151 UTF-8 bytes (one CJK text has byte 150 inside a char
 ``SAMPLE_FOCUS_IDS`` at the bottom names a few interesting ids.
 """
 
-# Japanese text uses full-width punctuation (brackets, colons, slashes) on purpose.
-# ruff: noqa: RUF001
 
 import datetime as dt
 import hashlib

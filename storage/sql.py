@@ -31,7 +31,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects import mysql
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import NoSuchTableError, SQLAlchemyError
 
 from graphrag.errors import DatabaseUnavailable, SchemaMismatch
 from graphrag.model import Need, Ref, Row, Skeleton
@@ -66,16 +66,27 @@ note = Table(
     mysql_charset="utf8mb4",
 )
 REQUIRED_COLUMNS = (
-    "id", "parent_id", "target_note_id", "sibling_order", "topic_constructor", "description",
-    "created_at", "deleted_at",
+    "id",
+    "parent_id",
+    "target_note_id",
+    "sibling_order",
+    "topic_constructor",
+    "description",
+    "created_at",
+    "deleted_at",
 )
 _ANCESTOR_ROUND = 64  # parent hops one recursive statement follows; longer chains take more rounds
 _EPOCH = dt.datetime(1970, 1, 1)
 
 
 def _skeleton_cols(t: Any) -> list[Any]:
-    return [t.c.id, t.c.parent_id, t.c.target_note_id, t.c.sibling_order,
-            t.c.deleted_at.is_not(None).label("deleted")]
+    return [
+        t.c.id,
+        t.c.parent_id,
+        t.c.target_note_id,
+        t.c.sibling_order,
+        t.c.deleted_at.is_not(None).label("deleted"),
+    ]
 
 
 def _skeleton(r: Any) -> Skeleton:
@@ -119,9 +130,9 @@ class NoteStore:
         """Fail with the names of missing columns when ``note`` is not Doughnut-shaped."""
         try:
             columns = {c["name"] for c in inspect(self.engine).get_columns("note")}
+        except NoSuchTableError as err:
+            raise SchemaMismatch("table 'note' does not exist (run `graphrag db init`?)") from err
         except SQLAlchemyError as err:
-            if "note" in str(err) and "exist" in str(err).lower():
-                raise SchemaMismatch("table 'note' does not exist (run `graphrag db init`?)") from err
             raise DatabaseUnavailable(f"database unreachable: {_reason(err)}") from err
         missing = [c for c in REQUIRED_COLUMNS if c not in columns]
         if missing:
@@ -158,21 +169,25 @@ class NoteStore:
             view.put_skeletons(_skeleton(r) for r in rows)
             view.put_absent(chunk)
 
-    def _lists(self, conn: Connection, view: GraphView, ids: Iterable[int], by: Any,
-               put: Any) -> None:
+    def _lists(self, conn: Connection, view: GraphView, ids: Iterable[int], by: Any, put: Any) -> None:
         for chunk in _chunks(ids, self.in_chunk):
             stmt = select(*_skeleton_cols(note)).where(by.in_(chunk), note.c.deleted_at.is_(None))
             found: dict[int, list[Skeleton]] = {owner: [] for owner in chunk}
-            for r in conn.execute(stmt):
-                found[r.parent_id if by is note.c.parent_id else r.target_note_id].append(_skeleton(r))
+            by_parent = by is note.c.parent_id
+            # Plain tuples: a monster parent's thousands of children cost integers, not Row objects.
+            for note_id, parent_id, target_id, order, _ in conn.execute(stmt).tuples():
+                owner = parent_id if by_parent else target_id
+                found[owner].append(Skeleton(note_id, parent_id, target_id, int(order)))
             for owner, members in found.items():
                 put(owner, members)
 
     def _ancestors(self, conn: Connection, view: GraphView, ids: Iterable[int]) -> None:
         for chunk in _chunks(ids, self.in_chunk):
-            seed = select(note.c.id, note.c.parent_id, literal(0).label("hops")).where(
-                note.c.id.in_(chunk)
-            ).cte("chain", recursive=True)
+            seed = (
+                select(note.c.id, note.c.parent_id, literal(0).label("hops"))
+                .where(note.c.id.in_(chunk))
+                .cte("chain", recursive=True)
+            )
             up = note.alias("up")
             chain = seed.union_all(
                 select(up.c.id, up.c.parent_id, seed.c.hops + 1).where(
@@ -187,9 +202,16 @@ class NoteStore:
     def _rows(self, conn: Connection, view: GraphView, ids: Iterable[int]) -> None:
         n, p, t = note.alias("n"), note.alias("p"), note.alias("t")
         base = (
-            select(*_skeleton_cols(n), n.c.topic_constructor, n.c.description, n.c.created_at,
-                   p.c.id.label("p_id"), p.c.topic_constructor.label("p_title"),
-                   t.c.id.label("t_id"), t.c.topic_constructor.label("t_title"))
+            select(
+                *_skeleton_cols(n),
+                n.c.topic_constructor,
+                n.c.description,
+                n.c.created_at,
+                p.c.id.label("p_id"),
+                p.c.topic_constructor.label("p_title"),
+                t.c.id.label("t_id"),
+                t.c.topic_constructor.label("t_title"),
+            )
             .outerjoin(p, (p.c.id == n.c.parent_id) & p.c.deleted_at.is_(None))
             .outerjoin(t, (t.c.id == n.c.target_note_id) & t.c.deleted_at.is_(None))
         )
@@ -201,8 +223,12 @@ class NoteStore:
     # -- paging (rebuild --all) ---------------------------------------------------------------
     def live_ids_after(self, after_id: int, limit: int) -> list[int]:
         """The next ``limit`` live note ids above ``after_id``: keyset paging, no OFFSET."""
-        stmt = (select(note.c.id).where(note.c.id > after_id, note.c.deleted_at.is_(None))
-                .order_by(note.c.id).limit(limit))
+        stmt = (
+            select(note.c.id)
+            .where(note.c.id > after_id, note.c.deleted_at.is_(None))
+            .order_by(note.c.id)
+            .limit(limit)
+        )
         try:
             with self.engine.connect() as conn:
                 return list(conn.execute(stmt).scalars())

@@ -66,7 +66,7 @@ class Graph:
                 "sibling_order": sk.sibling_order, "topic_constructor": self.title(n),
                 "description": n.details,
                 "created_at": base + dt.timedelta(milliseconds=n.created_at_ms),
-                "deleted_at": base if n.deleted else None,
+                "deleted_at": dt.datetime(2025, 6, 1) if n.deleted else None,
             })
         return out
 

@@ -1,0 +1,482 @@
+"""Snapshots in Redis: the envelope, its compare-and-set write and the reverse index (DESIGN §4).
+
+Keys come from :mod:`storage.keys`. A snapshot is the orjson bytes of an :class:`Envelope`, stored
+with a PX expiry equal to the hard TTL; it is *fresh* for the soft TTL (:meth:`SnapshotStore.is_fresh`).
+
+Generations
+    ``gen:{F}`` is a hybrid logical clock, bumped by a Lua script to ``max(previous + 1, Redis TIME in
+    microseconds)`` (about 1.8e15: exact in Lua's doubles until 2255). It carries a TTL (the index
+    TTL, >= the hard TTL, refreshed by every bump and every accepted write) like every cache key, and
+    losing it (expiry, ``volatile-lru`` eviction) is harmless: a missing counter reads as 0, and the
+    next bump starts from the server clock, i.e. above every generation handed out before (barring
+    a server clock stepping back, or a burst of more bumps than microseconds right before the loss).
+    A plain INCR would restart at 1 and let an in-flight, older rebuild overwrite a newer snapshot.
+    The global ``seq`` counter is the one key without a TTL: touched stamps are compared against it,
+    so it must never move backwards (a reset would requeue raced foci forever); it is one integer.
+
+Write = compare-and-set + reverse index, one round trip
+    A snapshot of focus F shows notes X1..Xn (``dependsOn``). ``dep:{X}`` (X's slot) must contain F
+    while any snapshot of F shows X. The CAS touches only F's slot (snapshot, ``gen:{F}`` and
+    ``shows:{F}``, a hash snapshot key -> ids it shows), so it is one Lua script that is legal in
+    Redis Cluster; the ``dep:{X}`` keys live in other slots and are updated by plain commands in the
+    *same pipeline* (one round trip, no MULTI):
+
+    1. ``SADD dep:{X} F`` for every shown X (before the script: the index may over-approximate, never
+       under-approximate, so a reader of ``dep:{X}`` never misses F while the snapshot shows X);
+    2. the CAS script: if ``generation >= gen:{F}`` (missing = 0) it SETs the snapshot (PX hard TTL)
+       and records its ids in ``shows:{F}``; it drops ``shows`` fields whose snapshot has expired or
+       vanished (it EXISTS-checks those keys by name: undeclared, but in F's slot, so still
+       cluster-legal); either way it returns the *stale* ids: those that were in ``shows:{F}`` before or
+       that step 1 just added, but that no live snapshot of F shows now (after a refusal: what step 1
+       added in vain);
+    3. ``SADD dep:{X} F`` again and ``PEXPIRE`` (index TTL) for every shown X.
+
+    Only when some id went stale (a dependency was dropped, or the CAS refused) do more round trips
+    follow: ``SREM dep:{X} F`` for the stale ids, then a re-read of ``shows:{F}``, then ``SADD`` back for
+    any stale X that a concurrent writer of F has meanwhile made shown again. Why this closes the race
+    between writer A dropping X and writer B (another variant of F) adding X: if B's step 3 runs after
+    A's SREM, B restores the member; otherwise B's script ran before B's step 3, hence before A's
+    SREM and A's re-read, so A's re-read sees X and puts F back. What remains: between A's SREM and its
+    re-add (two round trips, only in that interleaving) ``dep:{X}`` lacks F while B's snapshot shows
+    X; an event on X that resolves ``dep:{X}`` in exactly that window, after B's own ``touched``
+    check, misses F, and F shows X's old text until the soft TTL or the nightly rebuild. The
+    ordering argument relies on one connection's commands running in order, which holds for a single
+    Redis (the deployment of DESIGN §8); a cluster pipeline runs per node in
+    parallel, so on a cluster steps 1-2 and 3 would have to be split into two round trips.
+
+TTLs
+    Snapshot: hard TTL. ``dep:{X}``, ``shows:{F}``, ``gen:{F}``: index TTL = hard TTL + 60 s,
+    refreshed on write, so the index outlives every snapshot it describes. ``touched:{X}``:
+    ``touched_ttl_s`` (must exceed the longest rebuild). Eviction under memory pressure can still drop
+    a ``dep`` key early; the nightly rebuild and the soft TTL bound the staleness that causes.
+
+Every redis-py connection or timeout error (and read-only/out-of-memory replies) leaves as
+:class:`CacheUnavailable`. The client must use ``decode_responses=False``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+import redis
+from redis.exceptions import NoScriptError, OutOfMemoryError, ReadOnlyError, ResponseError
+
+from graphrag import GraphRagError, GraphView, Outcome, Request
+from storage.keys import DEFAULT_PREFIX, Keys
+
+__all__ = [
+    "INDEX_TTL_MARGIN_S",
+    "PER_LIMIT_STRATEGIES",
+    "SCHEMA",
+    "CacheUnavailable",
+    "Envelope",
+    "SnapshotStore",
+    "decode_envelope",
+]
+
+SCHEMA = 1
+#: Strategies whose smaller tokenLimits are not a prefix: one snapshot per configured limit (DESIGN §4).
+PER_LIMIT_STRATEGIES = frozenset({"layered"})
+#: How much longer than a snapshot the reverse index and generation counters live.
+INDEX_TTL_MARGIN_S = 60
+
+
+class CacheUnavailable(GraphRagError):
+    """Redis cannot be reached, timed out, or refuses writes (read-only replica, out of memory)."""
+
+
+# -- the envelope -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Envelope:
+    """One stored snapshot. JSON names (camelCase) are the documented layout a Java reader parses.
+
+    ``computed_at_ms`` is the wall clock of the computation (freshness), ``as_of_ms`` the ``now`` the
+    recency score used; ``max_token_limit`` the tokenLimit it was computed at; ``focus_tokens`` and
+    ``related_tokens`` (one per related note, in order) let a smaller tokenLimit be sliced from it.
+    """
+
+    note_id: int
+    seed: int
+    strategy: str
+    generation: int
+    computed_at_ms: int
+    as_of_ms: int
+    max_token_limit: int
+    focus_tokens: int
+    related_tokens: tuple[int, ...]
+    depends_on: tuple[int, ...]
+    config_hash: str
+    result: dict[str, Any] = field(repr=False)
+    schema: int = SCHEMA
+
+    @property
+    def key_token_limit(self) -> int | None:
+        """The tokenLimit part of the key: set for per-limit strategies, None otherwise."""
+        return self.max_token_limit if self.strategy in PER_LIMIT_STRATEGIES else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": self.schema, "noteId": self.note_id, "seed": self.seed,
+            "strategy": self.strategy, "generation": self.generation,
+            "computedAt": self.computed_at_ms, "asOf": self.as_of_ms,
+            "maxTokenLimit": self.max_token_limit, "focusTokens": self.focus_tokens,
+            "relatedTokens": list(self.related_tokens), "dependsOn": list(self.depends_on),
+            "configHash": self.config_hash, "result": self.result,
+        }
+
+    def encode(self) -> bytes:
+        """The stored bytes (orjson)."""
+        return orjson.dumps(self.to_json())
+
+    @classmethod
+    def of(
+        cls, outcome: Outcome, view: GraphView, request: Request, *, strategy: str, generation: int,
+        computed_at_ms: int, config_hash: str,
+    ) -> Envelope:
+        """The envelope of a computed ``outcome`` (``view`` = the view it was computed from)."""
+        return cls(
+            note_id=request.focus_id, seed=request.seed, strategy=strategy, generation=generation,
+            computed_at_ms=computed_at_ms, as_of_ms=request.now_ms,
+            max_token_limit=request.token_limit, focus_tokens=outcome.focus.tokens,
+            related_tokens=outcome.related_tokens, depends_on=tuple(sorted(outcome.depends_on(view))),
+            config_hash=config_hash, result=orjson.loads(outcome.to_json()),
+        )
+
+
+_INT_FIELDS = ("noteId", "seed", "generation", "computedAt", "asOf", "maxTokenLimit", "focusTokens")
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _valid(obj: Any) -> bool:
+    if not isinstance(obj, dict) or not _is_int(obj.get("schema")) or obj["schema"] != SCHEMA:
+        return False
+    if not all(_is_int(obj.get(k)) for k in _INT_FIELDS):
+        return False
+    if not (isinstance(obj.get("strategy"), str) and isinstance(obj.get("configHash"), str)):
+        return False
+    lists = (obj.get("relatedTokens"), obj.get("dependsOn"))
+    if not all(isinstance(v, list) and all(_is_int(i) for i in v) for v in lists):
+        return False
+    result = obj.get("result")
+    return (
+        isinstance(result, dict) and isinstance(result.get("focusNote"), dict)
+        and isinstance(result.get("relatedNotes"), list)
+        and len(result["relatedNotes"]) == len(obj["relatedTokens"])
+    )
+
+
+def decode_envelope(data: bytes | str | None) -> Envelope | None:
+    """The envelope in ``data``, or None for missing, corrupt or foreign-schema bytes. Never raises."""
+    if data is None:
+        return None
+    try:
+        obj = orjson.loads(data)
+    except (orjson.JSONDecodeError, TypeError):
+        return None
+    if not _valid(obj):
+        return None
+    return Envelope(
+        note_id=obj["noteId"], seed=obj["seed"], strategy=obj["strategy"],
+        generation=obj["generation"], computed_at_ms=obj["computedAt"], as_of_ms=obj["asOf"],
+        max_token_limit=obj["maxTokenLimit"], focus_tokens=obj["focusTokens"],
+        related_tokens=tuple(obj["relatedTokens"]), depends_on=tuple(obj["dependsOn"]),
+        config_hash=obj["configHash"], result=obj["result"],
+    )
+
+
+# -- Lua --------------------------------------------------------------------------------------------
+# Ids travel as space-separated decimal strings and stay strings inside Lua (no float rounding).
+_WRITE_LUA = """
+local raw = redis.call('GET', KEYS[2]) or '0'
+local accepted = tonumber(ARGV[2]) >= (tonumber(raw) or 0)
+local function add(set, ids) for id in string.gmatch(ids, '%d+') do set[id] = true end end
+local candidates = {}
+local fields = redis.call('HGETALL', KEYS[3])
+for i = 1, #fields, 2 do
+  add(candidates, fields[i + 1])
+  if not (accepted and fields[i] == KEYS[1]) and redis.call('EXISTS', fields[i]) == 0 then
+    redis.call('HDEL', KEYS[3], fields[i])
+  end
+end
+add(candidates, ARGV[5])
+if accepted then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[3])
+  redis.call('HSET', KEYS[3], KEYS[1], ARGV[5])
+  redis.call('PEXPIRE', KEYS[3], ARGV[4])
+  if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('PEXPIRE', KEYS[2], ARGV[4]) end
+end
+local shown = {}
+for _, ids in ipairs(redis.call('HVALS', KEYS[3])) do add(shown, ids) end
+local out = {accepted and 1 or 0, raw}
+for id in pairs(candidates) do if not shown[id] then out[#out + 1] = id end end
+return out
+"""
+
+_DELETE_LUA = """
+local raw = redis.call('GET', KEYS[1]) or '0'
+local generation = tonumber(ARGV[1])
+if generation >= 0 and generation < (tonumber(raw) or 0) then return {0, raw} end
+local out, seen = {1, raw}, {}
+local fields = redis.call('HGETALL', KEYS[2])
+for i = 1, #fields, 2 do
+  redis.call('DEL', fields[i])
+  for id in string.gmatch(fields[i + 1], '%d+') do
+    if not seen[id] then seen[id] = true; out[#out + 1] = id end
+  end
+end
+for i = 3, #KEYS do redis.call('DEL', KEYS[i]) end
+redis.call('DEL', KEYS[2])
+return out
+"""
+
+_BUMP_LUA = """
+local t = redis.call('TIME')
+local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local next_gen = math.max((tonumber(redis.call('GET', KEYS[1]) or '0') or 0) + 1, now_us)
+local value = string.format('%.0f', next_gen)
+redis.call('SET', KEYS[1], value, 'PX', ARGV[1])
+return value
+"""
+
+_STAMP_LUA = """
+if tonumber(ARGV[1]) > (tonumber(redis.call('GET', KEYS[1]) or '0') or 0) then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+end
+return 1
+"""
+
+_UNAVAILABLE: tuple[type[Exception], ...] = (
+    redis.ConnectionError, redis.TimeoutError, ReadOnlyError, OutOfMemoryError,
+)
+
+
+@contextmanager
+def _translated() -> Iterator[None]:
+    try:
+        yield
+    except _UNAVAILABLE as err:
+        raise CacheUnavailable(f"redis unavailable: {err.__class__.__name__}: {err}") from err
+
+
+def _ids(values: Iterable[Any]) -> set[int]:
+    return {int(v) for v in values}
+
+
+def _id_list(ids: Iterable[int]) -> str:
+    return " ".join(str(int(i)) for i in ids)
+
+
+# -- the store --------------------------------------------------------------------------------------
+class SnapshotStore:
+    """Snapshot reads and CAS writes, generations, the reverse index and edit stamps (one Redis)."""
+
+    def __init__(
+        self, redis_client: redis.Redis, *, prefix: str = DEFAULT_PREFIX, soft_ttl_s: int = 86_400,
+        hard_ttl_s: int = 7 * 86_400, touched_ttl_s: int = 86_400,
+    ) -> None:
+        if not 0 < soft_ttl_s <= hard_ttl_s:
+            raise ValueError("TTLs must satisfy 0 < soft_ttl_s <= hard_ttl_s")
+        if touched_ttl_s <= 0:
+            raise ValueError("touched_ttl_s must be positive")
+        self.redis, self.keys = redis_client, Keys(prefix)
+        self.soft_ttl_s, self.hard_ttl_s, self.touched_ttl_s = soft_ttl_s, hard_ttl_s, touched_ttl_s
+        self.index_ttl_ms = (hard_ttl_s + INDEX_TTL_MARGIN_S) * 1000
+        self._write = redis_client.register_script(_WRITE_LUA)
+        self._delete = redis_client.register_script(_DELETE_LUA)
+        self._bump = redis_client.register_script(_BUMP_LUA)
+        self._stamp = redis_client.register_script(_STAMP_LUA)
+
+    # -- reads ----------------------------------------------------------------------------------
+    def read(
+        self, note_id: int, strategy: str, seed: int, token_limit: int | None = None
+    ) -> bytes | None:
+        """The stored bytes (one GET), or None. A key of another type reads as a miss."""
+        key = self.keys.snapshot(note_id, strategy, seed, token_limit)
+        with _translated():
+            try:
+                value = self.redis.get(key)
+            except ResponseError as err:
+                if "WRONGTYPE" in str(err):
+                    return None
+                raise
+        return value.encode() if isinstance(value, str) else value
+
+    def get(
+        self, note_id: int, strategy: str, seed: int, token_limit: int | None = None
+    ) -> Envelope | None:
+        """The decoded envelope; None on a miss or on bytes that do not decode."""
+        return decode_envelope(self.read(note_id, strategy, seed, token_limit))
+
+    def is_fresh(self, envelope: Envelope, now_ms: int, config_hash: str) -> bool:
+        """Within the soft TTL and computed under the running configuration."""
+        return (envelope.computed_at_ms + self.soft_ttl_s * 1000 > now_ms
+                and envelope.config_hash == config_hash)
+
+    def dependents(self, note_id: int) -> set[int]:
+        """The focus ids whose snapshots (any variant) show ``note_id``."""
+        with _translated():
+            return _ids(self.redis.smembers(self.keys.dep(note_id)))
+
+    def shown_by(self, focus_ids: Iterable[int]) -> dict[int, set[int]]:
+        """Per focus: the union of the ids its snapshots show (from ``shows:{F}``, pipelined)."""
+        ids = list(dict.fromkeys(focus_ids))
+        replies = self._execute(lambda p: [p.hvals(self.keys.shows(f)) for f in ids])
+        return {f: {int(x) for v in vals for x in v.split()}
+                for f, vals in zip(ids, replies, strict=True)}
+
+    # -- generations and edit stamps ------------------------------------------------------------
+    def current_generation(self, note_ids: Iterable[int]) -> dict[int, int]:
+        """Each note's generation counter (missing = 0), pipelined GETs."""
+        ids = list(dict.fromkeys(note_ids))
+        replies = self._execute(lambda p: [p.get(self.keys.generation(i)) for i in ids])
+        return {i: int(v or 0) for i, v in zip(ids, replies, strict=True)}
+
+    def bump_generation(self, note_ids: Iterable[int]) -> dict[int, int]:
+        """Advance each note's generation (strictly increasing even across key loss); pipelined."""
+        ids = list(dict.fromkeys(note_ids))
+        replies = self._execute(lambda p: [
+            p.evalsha(self._bump.sha, 1, self.keys.generation(i), self.index_ttl_ms) for i in ids
+        ])
+        return {i: int(v) for i, v in zip(ids, replies, strict=True)}
+
+    def current_seq(self) -> int:
+        """The global edit sequence (missing = 0). A rebuild reads it before reading the database."""
+        with _translated():
+            return int(self.redis.get(self.keys.seq()) or 0)
+
+    def stamp_touched(self, note_ids: Iterable[int]) -> int:
+        """Take the next sequence number and stamp it on every edited note (never lowering a stamp)."""
+        ids = list(dict.fromkeys(note_ids))
+        with _translated():
+            seq = int(self.redis.incr(self.keys.seq()))
+        ttl_ms = self.touched_ttl_s * 1000
+        self._execute(lambda p: [
+            p.evalsha(self._stamp.sha, 1, self.keys.touched(i), seq, ttl_ms) for i in ids
+        ])
+        return seq
+
+    def touched_since(self, note_ids: Iterable[int], seq: int) -> set[int]:
+        """The notes whose latest edit stamp is newer than ``seq``."""
+        ids = list(dict.fromkeys(note_ids))
+        replies = self._execute(lambda p: [p.get(self.keys.touched(i)) for i in ids])
+        return {i for i, v in zip(ids, replies, strict=True) if int(v or 0) > seq}
+
+    # -- writes ---------------------------------------------------------------------------------
+    def write(self, envelope: Envelope) -> bool:
+        """CAS-write one snapshot and update the reverse index; False when its generation is older."""
+        return self.write_many([envelope])[0]
+
+    def write_many(self, envelopes: Sequence[Envelope]) -> list[bool]:
+        """CAS-write many snapshots in one pipeline (see the module docstring); accepted flags."""
+        if not envelopes:
+            return []
+        replies = self._execute(lambda p: self._queue_writes(p, envelopes))
+        accepted: list[bool] = []
+        stale: dict[int, set[int]] = {}
+        for env, reply in zip(envelopes, self._script_replies(replies, envelopes), strict=True):
+            accepted.append(int(reply[0]) == 1)
+            stale.setdefault(env.note_id, set()).update(_ids(reply[2:]))
+        self._unindex(stale)
+        return accepted
+
+    def delete_focus(
+        self, note_id: int, strategies: Iterable[str] = (), seeds: Iterable[int] = (), *,
+        token_limits: Iterable[int] = (), generation: int | None = None,
+    ) -> bool:
+        """Remove every snapshot of a (deleted) focus and its reverse-index entries.
+
+        Removes the snapshots recorded in ``shows:{F}`` plus the named variants. With ``generation``
+        it is a compare-and-set like a write (refused, returning False, when the note has since
+        moved on, e.g. been restored and rebuilt); without it, unconditional.
+        """
+        keys = self._variant_keys(note_id, list(strategies), list(seeds), list(token_limits))
+        script_keys = [self.keys.generation(note_id), self.keys.shows(note_id), *keys]
+        arg = -1 if generation is None else generation
+        sha = self._delete.sha
+        reply = self._execute(lambda p: p.evalsha(sha, len(script_keys), *script_keys, arg))[0]
+        if int(reply[0]) != 1:
+            return False
+        self._unindex({note_id: _ids(reply[2:])})
+        return True
+
+    # -- internals ------------------------------------------------------------------------------
+    def _variant_keys(self, note_id: int, strategies: list[str], seeds: list[int],
+                      token_limits: list[int]) -> list[str]:
+        keys = []
+        for strategy in strategies:
+            limits: list[int | None] = list(token_limits) if strategy in PER_LIMIT_STRATEGIES else [None]
+            keys += [self.keys.snapshot(note_id, strategy, s, lim) for s in seeds for lim in limits]
+        return keys
+
+    def _queue_writes(self, pipe: Any, envelopes: Sequence[Envelope]) -> None:
+        for env in envelopes:
+            focus = env.note_id
+            key = self.keys.snapshot(focus, env.strategy, env.seed, env.key_token_limit)
+            for x in env.depends_on:
+                pipe.sadd(self.keys.dep(x), focus)
+            pipe.evalsha(
+                self._write.sha, 3, key, self.keys.generation(focus), self.keys.shows(focus),
+                env.encode(), env.generation, self.hard_ttl_s * 1000, self.index_ttl_ms,
+                _id_list(env.depends_on),
+            )
+            self._queue_index(pipe, focus, env.depends_on)
+
+    def _queue_index(self, pipe: Any, focus: int, shown: Iterable[int]) -> None:
+        for x in shown:
+            pipe.sadd(self.keys.dep(x), focus)
+            pipe.pexpire(self.keys.dep(x), self.index_ttl_ms)
+
+    def _queue_pairs(self, pipe: Any, pairs: Iterable[tuple[int, int]]) -> None:
+        for focus, x in pairs:
+            self._queue_index(pipe, focus, [x])
+
+    @staticmethod
+    def _script_replies(replies: list[Any], envelopes: Sequence[Envelope]) -> list[list[Any]]:
+        """Pick the CAS script's reply of each envelope out of the pipeline's replies."""
+        out, pos = [], 0
+        for env in envelopes:
+            pos += len(env.depends_on)
+            out.append(replies[pos])
+            pos += 1 + 2 * len(env.depends_on)
+        return out
+
+    def _unindex(self, stale: Mapping[int, Collection[int]]) -> None:
+        """SREM stale (focus, id) pairs, then put back any that a concurrent write made shown again."""
+        pairs = [(f, x) for f, xs in stale.items() for x in sorted(xs)]
+        if not pairs:
+            return
+        self._execute(lambda p: [p.srem(self.keys.dep(x), f) for f, x in pairs])
+        shown = self.shown_by(f for f, _ in pairs)
+        back = [(f, x) for f, x in pairs if x in shown[f]]
+        if back:
+            self._execute(lambda p: self._queue_pairs(p, back))
+
+    def _execute(self, queue: Callable[[Any], Any]) -> list[Any]:
+        """Run a non-transactional pipeline built by ``queue``; load scripts and rerun on NOSCRIPT.
+
+        Rerunning is safe: every queued command is idempotent or, being a script, did not run.
+        """
+        with _translated():
+            for attempt in range(2):
+                pipe = self.redis.pipeline(transaction=False)
+                queue(pipe)
+                replies: list[Any] = pipe.execute(raise_on_error=False)
+                if attempt == 0 and any(isinstance(r, NoScriptError) for r in replies):
+                    self._load_scripts()
+                    continue
+                break
+            for reply in replies:
+                if isinstance(reply, Exception):
+                    raise reply
+            return replies
+
+    def _load_scripts(self) -> None:
+        for script in (self._write, self._delete, self._bump, self._stamp):
+            self.redis.script_load(script.script)

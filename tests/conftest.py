@@ -1,0 +1,122 @@
+"""Database fixtures: every storage test runs against SQLite and against the real MariaDB.
+
+``engine`` is parametrized over two backends:
+
+* ``sqlite``: a fresh SQLite file under ``tmp_path`` (a file, not ``sqlite://``, so that several
+  pooled connections see the same data without a StaticPool);
+* ``mariadb``: a fresh, uniquely named database on the server at ``GRAPHRAG_TEST_MYSQL_URL``
+  (default ``mysql+pymysql://root@127.0.0.1:3306``), dropped afterwards.
+
+MariaDB is a hard requirement: when it cannot be reached the test fails (as a setup error) with a
+message naming the URL; it is never skipped.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import URL, Engine, make_url
+from sqlalchemy.exc import SQLAlchemyError
+
+from storage.context import open_engine
+from storage.sql import NoteStore
+
+MYSQL_URL_ENV = "GRAPHRAG_TEST_MYSQL_URL"
+DEFAULT_MYSQL_URL = "mysql+pymysql://root@127.0.0.1:3306"
+BACKENDS = ("sqlite", pytest.param("mariadb", marks=pytest.mark.mariadb))
+
+
+def mysql_base_url() -> URL:
+    """The server URL (no database) from ``GRAPHRAG_TEST_MYSQL_URL`` or the local default."""
+    raw = os.environ.get(MYSQL_URL_ENV, "").strip() or DEFAULT_MYSQL_URL
+    return make_url(raw).set(database=None)
+
+
+def url_string(url: URL) -> str:
+    """The URL as a string with its password (``str(url)`` would mask it as ``***``)."""
+    return url.render_as_string(hide_password=False)
+
+
+@contextmanager
+def mariadb_database() -> Iterator[URL]:
+    """Create a fresh, uniquely named database; yield its URL; drop it afterwards."""
+    base = mysql_base_url()
+    name = f"graphrag_test_{uuid.uuid4().hex[:8]}"
+    admin = create_engine(url_string(base), connect_args={"connect_timeout": 5})
+    try:
+        problem = None
+        try:
+            with admin.begin() as conn:
+                conn.execute(
+                    text(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci")
+                )
+        except SQLAlchemyError as err:
+            problem = (
+                f"MariaDB is required for the storage tests but is not usable at "
+                f"{base.render_as_string(hide_password=True)} ({err.__class__.__name__}: "
+                f"{str(getattr(err, 'orig', err)).splitlines()[0]}). Start MariaDB or point "
+                f"{MYSQL_URL_ENV} at a server where the user may CREATE DATABASE."
+            )
+        if problem is not None:
+            pytest.fail(problem, pytrace=False)
+        try:
+            yield base.set(database=name)
+        finally:
+            with admin.begin() as conn:
+                conn.execute(text(f"DROP DATABASE IF EXISTS `{name}`"))
+    finally:
+        admin.dispose()
+
+
+@contextmanager
+def backend_engine(backend: str, directory: Path) -> Iterator[Engine]:
+    """An engine from :func:`storage.context.open_engine` on a fresh, empty database."""
+    if backend == "sqlite":
+        engine = open_engine(f"sqlite:///{directory / 't.db'}")
+        try:
+            yield engine
+        finally:
+            engine.dispose()
+    elif backend == "mariadb":
+        with mariadb_database() as url:
+            engine = open_engine(url_string(url))
+            try:
+                yield engine
+            finally:
+                engine.dispose()  # before DROP DATABASE: pooled connections would hold locks
+    else:  # pragma: no cover - a typo in a parametrization
+        raise ValueError(f"unknown backend {backend!r}")
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    """The backend name of the current parametrization: ``sqlite`` or ``mariadb``."""
+    return str(request.param)
+
+
+@pytest.fixture
+def engine(backend: str, tmp_path: Path) -> Iterator[Engine]:
+    """A fresh, empty database on the current backend (no ``note`` table yet)."""
+    with backend_engine(backend, tmp_path) as eng:
+        yield eng
+
+
+@pytest.fixture
+def store(engine: Engine) -> NoteStore:
+    """A :class:`NoteStore` on ``engine`` with Doughnut's ``note`` table created (empty)."""
+    s = NoteStore(engine)
+    s.create_table()
+    return s
+
+
+@pytest.fixture
+def mariadb_url() -> Iterator[URL]:
+    """The URL of a fresh, empty MariaDB database (for MariaDB-only behaviour such as TIMESTAMP)."""
+    with mariadb_database() as url:
+        yield url

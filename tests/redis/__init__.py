@@ -1,0 +1,1 @@
+"""Snapshot store contract tests: the same suite against fakeredis and the real Redis."""

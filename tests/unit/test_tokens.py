@@ -1,0 +1,135 @@
+"""Token counters and budgets (CONTRACT §3, DESIGN §3)."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+from math import ceil
+
+import pytest
+
+from graphrag import CharsCounter, InvalidParameter, OnePerNoteCounter, Request, TiktokenCounter
+from tests.support import Graph, compute
+from tests.unit.helpers import doc
+
+STRATEGIES = ("wavefront", "layered")
+
+
+def compact(value: object) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def chars_estimate(n_bytes: int) -> int:
+    return ceil(Fraction(n_bytes) / Fraction(15, 4))  # ceil(bytes / 3.75), exactly
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 4, 7, 8, 15, 16, 374, 375, 376, 1000, 12345])
+def test_chars_counter_is_ceil_of_bytes_over_3_75(n: int) -> None:
+    assert CharsCounter().count(b"x" * n) == chars_estimate(n)
+
+
+def test_chars_counter_counts_utf8_bytes_not_characters() -> None:
+    text = "中文字".encode()  # 9 bytes, 3 characters
+    assert CharsCounter().count(text) == 3  # ceil(9 / 3.75) = 3
+    assert CharsCounter().count("😀😀".encode()) == 3  # 8 bytes -> ceil(2.13) = 3
+
+
+@pytest.mark.parametrize("payload", [b"", b"{}", b"x" * 10_000])
+def test_one_per_note_counter_is_always_one(payload: bytes) -> None:
+    assert OnePerNoteCounter().count(payload) == 1
+
+
+def hub() -> Graph:
+    """A focus (10) with a parent chain, siblings, children and inbound references."""
+    g = Graph()
+    g.add(1, title="root")
+    g.add(2, parent_id=1, title="parent", details="p" * 40)
+    for sib in (11, 12, 13):
+        g.add(sib, parent_id=2, title=f"sibling {sib}")
+    g.add(10, parent_id=2, title="focus", details="focus details " * 5, sibling_order=12_500)
+    for kid in (20, 21, 22, 23):
+        g.add(kid, parent_id=10, title=f"child {kid}", details="c" * (kid - 15))
+    g.add(30, title="other")
+    g.add(31, parent_id=30, target_id=10, title=":mentions")
+    g.add(32, parent_id=30, target_id=10, title=":cites")
+    return g
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_focus_cost_is_its_focus_json_with_path_and_empty_lists(strategy: str) -> None:
+    out = compute(hub(), 10, strategy, token_limit=100_000)
+    focus = doc(out)["focusNote"]
+    assert focus["contextualPath"] == ["/n1", "/n2"]
+    assert focus["children"], "the test needs non-empty lists to show they are not costed"
+    for key in ("children", "priorSiblings", "youngerSiblings", "inboundReferences"):
+        focus[key] = []
+    assert out.focus.tokens == chars_estimate(len(compact(focus)))
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_related_note_cost_is_chars_of_exactly_its_emitted_json(strategy: str) -> None:
+    out = compute(hub(), 10, strategy, token_limit=100_000)
+    emitted = doc(out)["relatedNotes"]
+    assert len(emitted) == len(out.picks) > 5
+    for pick, note in zip(out.picks, emitted, strict=True):
+        assert pick.json == compact(note)
+        assert pick.tokens == chars_estimate(len(pick.json))
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_token_limit_includes_the_focus(strategy: str) -> None:
+    g = hub()
+    full = compute(g, 10, strategy, token_limit=100_000)
+    focus_tokens = full.focus.tokens
+    # below or at the focus's own cost there is no room for any related note
+    for limit in (0, 1, focus_tokens - 1, focus_tokens):
+        assert compute(g, 10, strategy, token_limit=limit).picks == ()
+    first = full.picks[0].tokens
+    assert [p.note_id for p in compute(g, 10, strategy, token_limit=focus_tokens + first).picks] == [
+        full.picks[0].note_id
+    ]
+
+
+def test_wavefront_budget_boundary_is_exact() -> None:
+    g = hub()
+    big = 100_000
+    full = compute(g, 10, "wavefront", token_limit=big)
+    assert len(full.picks) >= 6
+    for k in range(1, len(full.picks) + 1):
+        limit = full.focus.tokens + sum(p.tokens for p in full.picks[:k])
+        exact = compute(g, 10, "wavefront", token_limit=limit, traversal_token_limit=big)
+        assert exact.picks == full.picks[:k]
+        short = compute(g, 10, "wavefront", token_limit=limit - 1, traversal_token_limit=big)
+        assert short.picks == full.picks[: k - 1]
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("limit", [0, 1, 2, 3, 5, 8])
+def test_one_per_note_limit_n_gives_n_minus_one_related_notes(strategy: str, limit: int) -> None:
+    g = hub()
+    available = len(compute(g, 10, strategy, token_limit=1000, counter=OnePerNoteCounter()).picks)
+    assert available >= 8
+    out = compute(g, 10, strategy, token_limit=limit, counter=OnePerNoteCounter())
+    assert out.focus.tokens == 1
+    assert len(out.picks) == max(limit - 1, 0)
+    assert all(p.tokens == 1 for p in out.picks)
+
+
+def test_tiktoken_counter_counts_encode_ordinary_of_the_json_text() -> None:
+    seen: list[str] = []
+
+    def encode_ordinary(text: str) -> list[int]:
+        seen.append(text)
+        return list(range(len(text.split(","))))
+
+    counter = TiktokenCounter(encode_ordinary)
+    payload = '{"title":"日本","x":"<|endoftext|>"}'.encode()
+    assert counter.count(payload) == 2
+    assert seen == [payload.decode()]
+    assert counter.name == "tiktoken"
+
+
+@pytest.mark.parametrize("limit", [-1, 1_000_001])
+def test_token_limit_out_of_range_is_rejected(limit: int) -> None:
+    with pytest.raises(InvalidParameter):
+        Request(1, 0, limit, 0)
