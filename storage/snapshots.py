@@ -64,9 +64,11 @@ from typing import Any
 import orjson
 import redis
 from redis.exceptions import NoScriptError, OutOfMemoryError, ReadOnlyError, ResponseError
+from redis.lock import Lock
 
 from graphrag import GraphRagError, GraphView, Outcome, Request
 from storage.keys import DEFAULT_PREFIX, Keys
+from storage.scripts import BUMP_LUA, DELETE_LUA, STAMP_LUA, WRITE_LUA
 
 __all__ = [
     "INDEX_TTL_MARGIN_S",
@@ -191,67 +193,6 @@ def decode_envelope(data: bytes | str | None) -> Envelope | None:
     )
 
 
-# -- Lua --------------------------------------------------------------------------------------------
-# Ids travel as space-separated decimal strings and stay strings inside Lua (no float rounding).
-_WRITE_LUA = """
-local raw = redis.call('GET', KEYS[2]) or '0'
-local accepted = tonumber(ARGV[2]) >= (tonumber(raw) or 0)
-local function add(set, ids) for id in string.gmatch(ids, '%d+') do set[id] = true end end
-local candidates = {}
-local fields = redis.call('HGETALL', KEYS[3])
-for i = 1, #fields, 2 do
-  add(candidates, fields[i + 1])
-  if not (accepted and fields[i] == KEYS[1]) and redis.call('EXISTS', fields[i]) == 0 then
-    redis.call('HDEL', KEYS[3], fields[i])
-  end
-end
-add(candidates, ARGV[5])
-if accepted then
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[3])
-  redis.call('HSET', KEYS[3], KEYS[1], ARGV[5])
-  redis.call('PEXPIRE', KEYS[3], ARGV[4])
-  if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('PEXPIRE', KEYS[2], ARGV[4]) end
-end
-local shown = {}
-for _, ids in ipairs(redis.call('HVALS', KEYS[3])) do add(shown, ids) end
-local out = {accepted and 1 or 0, raw}
-for id in pairs(candidates) do if not shown[id] then out[#out + 1] = id end end
-return out
-"""
-
-_DELETE_LUA = """
-local raw = redis.call('GET', KEYS[1]) or '0'
-local generation = tonumber(ARGV[1])
-if generation >= 0 and generation < (tonumber(raw) or 0) then return {0, raw} end
-local out, seen = {1, raw}, {}
-local fields = redis.call('HGETALL', KEYS[2])
-for i = 1, #fields, 2 do
-  redis.call('DEL', fields[i])
-  for id in string.gmatch(fields[i + 1], '%d+') do
-    if not seen[id] then seen[id] = true; out[#out + 1] = id end
-  end
-end
-for i = 3, #KEYS do redis.call('DEL', KEYS[i]) end
-redis.call('DEL', KEYS[2])
-return out
-"""
-
-_BUMP_LUA = """
-local t = redis.call('TIME')
-local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local next_gen = math.max((tonumber(redis.call('GET', KEYS[1]) or '0') or 0) + 1, now_us)
-local value = string.format('%.0f', next_gen)
-redis.call('SET', KEYS[1], value, 'PX', ARGV[1])
-return value
-"""
-
-_STAMP_LUA = """
-if tonumber(ARGV[1]) > (tonumber(redis.call('GET', KEYS[1]) or '0') or 0) then
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-end
-return 1
-"""
-
 _UNAVAILABLE: tuple[type[Exception], ...] = (
     redis.ConnectionError, redis.TimeoutError, ReadOnlyError, OutOfMemoryError,
 )
@@ -288,10 +229,10 @@ class SnapshotStore:
         self.redis, self.keys = redis_client, Keys(prefix)
         self.soft_ttl_s, self.hard_ttl_s, self.touched_ttl_s = soft_ttl_s, hard_ttl_s, touched_ttl_s
         self.index_ttl_ms = (hard_ttl_s + INDEX_TTL_MARGIN_S) * 1000
-        self._write = redis_client.register_script(_WRITE_LUA)
-        self._delete = redis_client.register_script(_DELETE_LUA)
-        self._bump = redis_client.register_script(_BUMP_LUA)
-        self._stamp = redis_client.register_script(_STAMP_LUA)
+        self._write = redis_client.register_script(WRITE_LUA)
+        self._delete = redis_client.register_script(DELETE_LUA)
+        self._bump = redis_client.register_script(BUMP_LUA)
+        self._stamp = redis_client.register_script(STAMP_LUA)
 
     # -- reads ----------------------------------------------------------------------------------
     def read(
@@ -318,6 +259,11 @@ class SnapshotStore:
         """Within the soft TTL and computed under the running configuration."""
         return (envelope.computed_at_ms + self.soft_ttl_s * 1000 > now_ms
                 and envelope.config_hash == config_hash)
+
+    def ping(self) -> None:
+        """Raise :class:`CacheUnavailable` unless Redis answers PING."""
+        with _translated():
+            self.redis.ping()
 
     def dependents(self, note_id: int) -> set[int]:
         """The focus ids whose snapshots (any variant) show ``note_id``."""
@@ -367,6 +313,26 @@ class SnapshotStore:
         ids = list(dict.fromkeys(note_ids))
         replies = self._execute(lambda p: [p.get(self.keys.touched(i)) for i in ids])
         return {i for i, v in zip(ids, replies, strict=True) if int(v or 0) > seq}
+
+    # -- writes ---------------------------------------------------------------------------------
+    # -- coordination ---------------------------------------------------------------------------
+    def lock(
+        self, note_id: int, strategy: str, seed: int, token_limit: int | None, *, ttl_ms: int
+    ) -> Lock:
+        """redis-py's lock on one snapshot's live compute (expires by itself after ``ttl_ms``)."""
+        key = self.keys.lock(note_id, strategy, seed, token_limit)
+        lock: Lock = self.redis.lock(key, timeout=ttl_ms / 1000, sleep=0.005)
+        return lock
+
+    def claim_refresh(self, note_id: int, *, ttl_s: int) -> bool:
+        """True for the one caller that may queue a refresh of the note now (SET NX, expiring)."""
+        with _translated():
+            return bool(self.redis.set(self.keys.refresh(note_id), b"1", nx=True, ex=ttl_s))
+
+    def release_refresh(self, note_id: int) -> None:
+        """Let the next stale read queue a refresh again."""
+        with _translated():
+            self.redis.delete(self.keys.refresh(note_id))
 
     # -- writes ---------------------------------------------------------------------------------
     def write(self, envelope: Envelope) -> bool:

@@ -25,6 +25,7 @@ from sqlalchemy import (
     Table,
     Text,
     event,
+    func,
     inspect,
     literal,
     select,
@@ -232,6 +233,23 @@ class NoteStore:
         try:
             with self.engine.connect() as conn:
                 return list(conn.execute(stmt).scalars())
+        except SQLAlchemyError as err:
+            raise DatabaseUnavailable(f"database error: {_reason(err)}") from err
+
+    def ping(self) -> None:
+        """Raise :class:`DatabaseUnavailable` unless the database answers a trivial query."""
+        try:
+            with self.engine.connect() as conn:
+                conn.execute(select(literal(1)))
+        except SQLAlchemyError as err:
+            raise DatabaseUnavailable(f"database unreachable: {_reason(err)}") from err
+
+    def count_live(self) -> int:
+        """How many live notes there are (for progress bars)."""
+        try:
+            with self.engine.connect() as conn:
+                stmt = select(func.count()).select_from(note).where(note.c.deleted_at.is_(None))
+                return int(conn.execute(stmt).scalar_one())
         except SQLAlchemyError as err:
             raise DatabaseUnavailable(f"database error: {_reason(err)}") from err
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 import datetime as dt
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import wraps
 from typing import Any, TypeVar
 
 import click
 import orjson
+import uvicorn
+from tqdm import tqdm
 
 from graphrag import GraphRagError, Request
 from graphrag.compare import Trial, compare, render_table
@@ -18,9 +20,17 @@ from graphrag.params import STRATEGIES
 from graphrag.tokens import COUNTER_NAMES
 from storage.context import ContextService
 from storage.sample import sample_notes
-from storage.sql import epoch_ms
-from worker.compose import build_service, build_store
-from worker.settings import load_settings
+from storage.sql import NoteStore, epoch_ms
+from worker.compose import (
+    build_reader,
+    build_redis,
+    build_service,
+    build_snapshot_store,
+    build_store,
+    rebuild_notes,
+)
+from worker.server import build_http_app
+from worker.settings import Settings, load_settings
 
 __all__ = ["main"]
 
@@ -77,7 +87,7 @@ def main() -> None:
 
 @main.command()
 @click.argument("note_id", type=NoteId())
-@click.option("--live", is_flag=True, help="Compute from the database now (no snapshot).")
+@click.option("--live", is_flag=True, help="Compute from the database now, not from a snapshot.")
 @db_option
 @click.option("--strategy", type=click.Choice(STRATEGIES), default=None)
 @click.option("--seed", type=int, default=None, help="Sampling seed [default: first of GRAPHRAG_SEEDS].")
@@ -85,23 +95,80 @@ def main() -> None:
               help="Doughnut's tokenLimit, focus note included [default: GRAPHRAG_MAX_TOKEN_LIMIT].")
 @click.option("--token-counter", type=click.Choice(COUNTER_NAMES), default=None)
 @click.option("--now", "now", default=None, metavar="ISO-8601",
-              help="The time recency is scored against [default: now].")
+              help="With --live: the time recency is scored against [default: now].")
 @click.option("--pretty", is_flag=True, help="Indent the JSON.")
 @reports_errors
 def context(note_id: int, live: bool, database_url: str | None, strategy: str | None,
             seed: int | None, token_limit: int | None, token_counter: str | None,
             now: str | None, pretty: bool) -> None:
-    """Print the GraphRAGResult JSON of NOTE_ID."""
+    """Print the GraphRAGResult JSON of NOTE_ID (from its snapshot, or computed with --live)."""
     settings = load_settings(database_url=database_url)
     service = build_service(settings, token_counter)
-    service.store.check_schema()
-    limit = settings.max_token_limit if token_limit is None else token_limit
-    request = Request(note_id, settings.seeds[0] if seed is None else seed, limit, parse_now(now),
-                      traversal_token_limit=settings.max_token_limit)
-    result = service.compute(request, strategy or settings.strategy).to_json()
+    if live:
+        result = _live(settings, service, note_id, strategy, seed, token_limit, parse_now(now))
+    elif now is not None:
+        raise click.BadParameter("applies to --live only (snapshots carry their own time)",
+                                 param_hint="--now")
+    else:
+        store = build_snapshot_store(settings, build_redis(settings))
+        reader = build_reader(settings, service, store)
+        result = reader.get(note_id, token_limit=token_limit or None, seed=seed,
+                            strategy=strategy).body
     if pretty:
         result = orjson.dumps(orjson.loads(result), option=orjson.OPT_INDENT_2)
     sys.stdout.buffer.write(result + b"\n")
+
+
+def _live(settings: Settings, service: ContextService, note_id: int, strategy: str | None,
+          seed: int | None, token_limit: int | None, now_ms: int) -> bytes:
+    service.store.check_schema()
+    limit = settings.max_token_limit if token_limit is None else token_limit
+    request = Request(note_id, settings.seeds[0] if seed is None else seed, limit, now_ms,
+                      traversal_token_limit=settings.max_token_limit)
+    return service.compute(request, strategy or settings.strategy).to_json()
+
+
+@main.command()
+@click.argument("note_ids", type=NoteId(), nargs=-1)
+@click.option("--all", "everything", is_flag=True, help="Every live note, paged by id.")
+@db_option
+@reports_errors
+def rebuild(note_ids: tuple[int, ...], everything: bool, database_url: str | None) -> None:
+    """Compute and store the snapshots of NOTE_IDs (or --all) for every configured seed/strategy."""
+    if bool(note_ids) == everything:
+        raise click.UsageError("give NOTE_IDs or --all (not both)")
+    settings = load_settings(database_url=database_url)
+    service = build_service(settings)
+    service.store.check_schema()
+    store = build_snapshot_store(settings, build_redis(settings))
+    store.ping()
+    ids = _all_live_ids(service.store) if everything else iter(note_ids)
+    total = service.store.count_live() if everything else len(note_ids)
+    with tqdm(total=total, unit="note", disable=not sys.stderr.isatty(), file=sys.stderr) as bar:
+        report = rebuild_notes(settings, service, store, ids, progress=bar.update)
+    click.echo(report.summary(), err=True)
+    for note_id, message in sorted(report.errors.items())[:10]:
+        click.echo(f"  note {note_id}: {message}", err=True)
+    if report.errors:
+        sys.exit(1)
+
+
+def _all_live_ids(store: NoteStore, page: int = 1000) -> Iterator[int]:
+    after = 0
+    while ids := store.live_ids_after(after, page):
+        yield from ids
+        after = ids[-1]
+
+
+@main.command()
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True)
+@db_option
+@reports_errors
+def serve(host: str, port: int, database_url: str | None) -> None:
+    """Serve GraphRAGResults over HTTP (needs GRAPHRAG_READER_TOKEN)."""
+    settings = load_settings(database_url=database_url)
+    uvicorn.run(build_http_app(settings), host=host, port=port, log_level="info")
 
 
 @main.command("compare")

@@ -9,10 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from graphrag.errors import ConfigurationError
+from graphrag.params import STRATEGIES
 
 __all__ = ["DEFAULT_DATABASE_URL", "Settings", "load_settings"]
 
@@ -31,16 +32,42 @@ class Settings(BaseSettings):
     max_token_limit: int = Field(default=5000, ge=1, le=1_000_000)
     seeds: Annotated[tuple[int, ...], NoDecode] = (0,)
     in_chunk: int = Field(default=100, ge=1, le=1000)
+    # Snapshots in Redis
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    redis_prefix: str = Field(default="graphrag:v1", min_length=1)
+    redis_timeout_ms: int = Field(default=500, ge=10, le=60_000)
+    strategies: Annotated[tuple[str, ...], NoDecode] = ("wavefront",)
+    layered_limits: Annotated[tuple[int, ...], NoDecode] = (2500, 5000)
+    soft_ttl_s: int = Field(default=86_400, ge=1)
+    hard_ttl_s: int = Field(default=7 * 86_400, ge=1)
+    lock_ttl_ms: int = Field(default=10_000, ge=100)
+    lock_wait_ms: int = Field(default=3_000, ge=0)
+    # HTTP
+    reader_token: SecretStr | None = None
 
-    @field_validator("seeds", mode="before")
+    @field_validator("seeds", "layered_limits", "strategies", mode="before")
     @classmethod
     def _comma_separated(cls, value: object) -> object:
         if isinstance(value, str):
-            parts = [p.strip() for p in value.split(",") if p.strip()]
+            parts = tuple(p.strip() for p in value.split(",") if p.strip())
             if not parts:
-                raise ValueError("needs at least one seed, e.g. 0 or 0,1,2")
-            return tuple(int(p) for p in parts)
+                raise ValueError("needs at least one value, e.g. 0 or 0,1,2")
+            return parts
         return value
+
+    @field_validator("strategies")
+    @classmethod
+    def _known_strategies(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        unknown = [s for s in value if s not in STRATEGIES]
+        if unknown:
+            raise ValueError(f"unknown strategy {unknown[0]!r}; choose from {', '.join(STRATEGIES)}")
+        return value
+
+    @model_validator(mode="after")
+    def _ttls_in_order(self) -> Settings:
+        if self.soft_ttl_s > self.hard_ttl_s:
+            raise ValueError("GRAPHRAG_SOFT_TTL_S must not exceed GRAPHRAG_HARD_TTL_S")
+        return self
 
 
 def load_settings(**overrides: object) -> Settings:
@@ -49,7 +76,9 @@ def load_settings(**overrides: object) -> Settings:
         return Settings(**{k: v for k, v in overrides.items() if v is not None})  # type: ignore[arg-type]
     except ValidationError as err:
         first = err.errors()[0]
-        field = str(first["loc"][0]) if first["loc"] else "settings"
+        if not first["loc"]:
+            raise ConfigurationError(str(first["msg"]).removeprefix("Value error, ")) from err
+        field = str(first["loc"][0])
         raise ConfigurationError(f"GRAPHRAG_{field.upper()}: {first['msg']}") from err
     except ValueError as err:
         raise ConfigurationError(str(err)) from err

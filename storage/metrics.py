@@ -1,0 +1,51 @@
+"""Prometheus metrics of the reader and the rebuilds, on a registry the caller owns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+
+__all__ = ["ReaderMetrics"]
+
+_LATENCY_BUCKETS_S = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+                      0.5, 1.0, 2.5)
+
+
+@dataclass(frozen=True)
+class ReaderMetrics:
+    """Counters and latency histograms of :class:`storage.reader.SnapshotReader`."""
+
+    hits: Counter
+    stale: Counter
+    misses: Counter
+    live_computes: Counter
+    lock_waits: Counter
+    cas_rejections: Counter
+    redis_errors: Counter
+    database_errors: Counter
+    read_latency_s: Histogram
+    live_latency_s: Histogram
+
+    @classmethod
+    def create(cls, registry: CollectorRegistry | None = None) -> ReaderMetrics:
+        """Register the metrics on ``registry`` (a fresh one when None, e.g. in tests)."""
+        reg = registry if registry is not None else CollectorRegistry()
+
+        def counter(name: str, doc: str) -> Counter:
+            return Counter(f"graphrag_{name}", doc, registry=reg)
+
+        return cls(
+            hits=counter("cache_hits", "Fresh snapshots served"),
+            stale=counter("cache_stale", "Snapshots served past their soft TTL or configuration"),
+            misses=counter("cache_misses", "Reads that found no usable snapshot"),
+            live_computes=counter("live_computes", "Contexts computed live by the reader"),
+            lock_waits=counter("lock_waits", "Reads that waited for another reader's live compute"),
+            cas_rejections=counter("cas_rejections", "Write-backs refused by a newer generation"),
+            redis_errors=counter("redis_errors", "Reads that found Redis unavailable"),
+            database_errors=counter("database_errors", "Live computes that found the database down"),
+            read_latency_s=Histogram("graphrag_read_seconds", "SnapshotReader.get latency",
+                                     ["source"], registry=reg, buckets=_LATENCY_BUCKETS_S),
+            live_latency_s=Histogram("graphrag_live_compute_seconds", "Live compute latency",
+                                     registry=reg, buckets=_LATENCY_BUCKETS_S),
+        )

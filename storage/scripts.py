@@ -1,0 +1,67 @@
+"""The Lua scripts of the snapshot store (see :mod:`storage.snapshots` for what they guarantee).
+
+Each script touches the keys of one note only (one hash-tag slot), so it is legal in Redis Cluster.
+"""
+
+__all__ = ["BUMP_LUA", "DELETE_LUA", "STAMP_LUA", "WRITE_LUA"]
+
+# Ids travel as space-separated decimal strings and stay strings inside Lua (no float rounding).
+WRITE_LUA = """
+local raw = redis.call('GET', KEYS[2]) or '0'
+local accepted = tonumber(ARGV[2]) >= (tonumber(raw) or 0)
+local function add(set, ids) for id in string.gmatch(ids, '%d+') do set[id] = true end end
+local candidates = {}
+local fields = redis.call('HGETALL', KEYS[3])
+for i = 1, #fields, 2 do
+  add(candidates, fields[i + 1])
+  if not (accepted and fields[i] == KEYS[1]) and redis.call('EXISTS', fields[i]) == 0 then
+    redis.call('HDEL', KEYS[3], fields[i])
+  end
+end
+add(candidates, ARGV[5])
+if accepted then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[3])
+  redis.call('HSET', KEYS[3], KEYS[1], ARGV[5])
+  redis.call('PEXPIRE', KEYS[3], ARGV[4])
+  if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('PEXPIRE', KEYS[2], ARGV[4]) end
+end
+local shown = {}
+for _, ids in ipairs(redis.call('HVALS', KEYS[3])) do add(shown, ids) end
+local out = {accepted and 1 or 0, raw}
+for id in pairs(candidates) do if not shown[id] then out[#out + 1] = id end end
+return out
+"""
+
+DELETE_LUA = """
+local raw = redis.call('GET', KEYS[1]) or '0'
+local generation = tonumber(ARGV[1])
+if generation >= 0 and generation < (tonumber(raw) or 0) then return {0, raw} end
+local out, seen = {1, raw}, {}
+local fields = redis.call('HGETALL', KEYS[2])
+for i = 1, #fields, 2 do
+  redis.call('DEL', fields[i])
+  for id in string.gmatch(fields[i + 1], '%d+') do
+    if not seen[id] then seen[id] = true; out[#out + 1] = id end
+  end
+end
+for i = 3, #KEYS do redis.call('DEL', KEYS[i]) end
+redis.call('DEL', KEYS[2])
+return out
+"""
+
+BUMP_LUA = """
+local t = redis.call('TIME')
+local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local next_gen = math.max((tonumber(redis.call('GET', KEYS[1]) or '0') or 0) + 1, now_us)
+local value = string.format('%.0f', next_gen)
+redis.call('SET', KEYS[1], value, 'PX', ARGV[1])
+return value
+"""
+
+STAMP_LUA = """
+if tonumber(ARGV[1]) > (tonumber(redis.call('GET', KEYS[1]) or '0') or 0) then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+end
+return 1
+"""
+

@@ -1,0 +1,136 @@
+"""The HTTP surface: Doughnut's GraphRAGResult from snapshots, health and metrics (DESIGN §7).
+
+``GET /notes/{id}/graph?tokenLimit=&seed=&strategy=`` and Doughnut's own path
+``GET /api/notes/{id}/graph?tokenLimit=N`` answer the result JSON exactly, with
+``X-Graphrag-Source: cache|stale|live`` and ``X-Graphrag-Age: <seconds>``. Both need
+``Authorization: Bearer <GRAPHRAG_READER_TOKEN>`` (compared in constant time). Bad parameters give
+400 with a JSON body naming the parameter, an unknown or deleted note 404, no snapshot and no
+database 503; no response ever carries a traceback.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from fastapi import FastAPI, Header, Query
+from fastapi import Request as HttpRequest
+from fastapi.responses import JSONResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+from graphrag import DatabaseUnavailable, GraphRagError, InvalidParameter, NoteNotFound
+from storage.reader import SnapshotReader, Unavailable
+from storage.snapshots import CacheUnavailable
+
+__all__ = ["create_app"]
+
+log = logging.getLogger("graphrag.http")
+_MAX_INT_DIGITS = 12  # larger numbers are rejected before int() so hostile input stays cheap
+
+
+def _int(name: str, value: str | None, *, minimum: int = 0) -> int | None:
+    if value is None:
+        return None
+    text = value.strip()
+    if not text.lstrip("-").isdigit() or len(text) > _MAX_INT_DIGITS:
+        raise InvalidParameter(name, f"{value[:32]!r} is not an integer")
+    number = int(text)
+    if number < minimum:
+        raise InvalidParameter(name, f"must be at least {minimum}")
+    return number
+
+
+def _error(status: int, message: str, **extra: Any) -> JSONResponse:
+    return JSONResponse({"error": message, **extra}, status_code=status)
+
+
+class _Unauthorized(Exception):
+    pass
+
+
+def create_app(
+    reader: SnapshotReader, *, reader_token: str, registry: CollectorRegistry,
+    health: Callable[[], dict[str, str]],
+) -> FastAPI:
+    """The ASGI app. ``health`` reports each dependency as ``"ok"`` or a reason."""
+    if not reader_token:
+        raise ValueError("reader_token must not be empty")
+    app = FastAPI(title="Graph RAG snapshots for Doughnut", version="1")
+    expected = f"Bearer {reader_token}".encode()
+
+    def authorize(header: str | None) -> None:
+        if header is None or not hmac.compare_digest(header.encode(), expected):
+            raise _Unauthorized
+
+    def serve(note_id: str, token_limit: str | None, seed: str | None, strategy: str | None,
+              authorization: str | None) -> Response:
+        authorize(authorization)
+        served = reader.get(
+            _int("noteId", note_id), token_limit=_int("tokenLimit", token_limit, minimum=1),  # type: ignore[arg-type]
+            seed=_int("seed", seed, minimum=-(2**63)), strategy=strategy,
+        )
+        headers = {"X-Graphrag-Source": served.source, "X-Graphrag-Age": str(int(served.age_s))}
+        return Response(served.body, media_type="application/json", headers=headers)
+
+    @app.get("/notes/{note_id}/graph", summary="GraphRAGResult of a note")
+    def graph(
+        note_id: str,
+        token_limit: Annotated[str | None, Query(alias="tokenLimit")] = None,
+        seed: Annotated[str | None, Query()] = None,
+        strategy: Annotated[str | None, Query()] = None,
+        authorization: Annotated[str | None, Header()] = None,
+    ) -> Response:
+        return serve(note_id, token_limit, seed, strategy, authorization)
+
+    @app.get("/api/notes/{note_id}/graph", summary="Doughnut's own path: GraphRAGResult of a note")
+    def doughnut_graph(
+        note_id: str,
+        token_limit: Annotated[str | None, Query(alias="tokenLimit")] = None,
+        authorization: Annotated[str | None, Header()] = None,
+    ) -> Response:
+        return serve(note_id, token_limit, None, None, authorization)
+
+    @app.get("/healthz", summary="Dependencies' health")
+    def healthz() -> JSONResponse:
+        report = health()
+        ok = any(state == "ok" for state in report.values())
+        return JSONResponse({"status": "ok" if ok else "unavailable", **report},
+                            status_code=200 if ok else 503)
+
+    @app.get("/metrics", summary="Prometheus metrics")
+    def metrics() -> Response:
+        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+
+    _install_error_handlers(app)
+    return app
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(_Unauthorized)
+    async def unauthorized(_: HttpRequest, __: Exception) -> JSONResponse:
+        response = _error(401, "missing or wrong bearer token")
+        response.headers["WWW-Authenticate"] = "Bearer"
+        return response
+
+    @app.exception_handler(InvalidParameter)
+    async def invalid(_: HttpRequest, err: Exception) -> JSONResponse:
+        assert isinstance(err, InvalidParameter)
+        return _error(400, str(err), parameter=err.parameter)
+
+    @app.exception_handler(NoteNotFound)
+    async def not_found(_: HttpRequest, err: Exception) -> JSONResponse:
+        return _error(404, str(err))
+
+    @app.exception_handler(GraphRagError)
+    async def unavailable(_: HttpRequest, err: Exception) -> JSONResponse:
+        if isinstance(err, Unavailable | DatabaseUnavailable | CacheUnavailable):
+            return _error(503, str(err))
+        log.error("unexpected service error: %s", err)
+        return _error(500, "internal error")
+
+    @app.exception_handler(Exception)
+    async def crashed(_: HttpRequest, err: Exception) -> JSONResponse:
+        log.exception("unhandled error")
+        return _error(500, "internal error")
