@@ -164,6 +164,36 @@ def test_layer_four_counter_never_resets() -> None:
     assert ids_with(out, "SiblingOfParent") == [10, 30]
 
 
+def test_layer_three_counter_resets_after_layer_four_ran() -> None:
+    seed = 11
+    g = Graph()
+    g.add(1, title="focus")
+    refs: dict[int, list[int]] = {}
+    for i in range(1, 6):
+        obj, child = 10 * i, 10 * i + 1
+        g.add(obj, title=f"object {i}")
+        g.add(child, parent_id=1, sibling_order=i, target_id=obj, title=f":likes {i}")
+        for r in (10 * i + 2, 10 * i + 3):
+            g.add(r, target_id=obj, title=f":also likes {i}")
+        refs[obj] = sorted(
+            (child, 10 * i + 2, 10 * i + 3),
+            key=lambda k: spec_u(seed, "layered:InboundReferenceToObjectOfReifiedChild", k),
+        )
+    s1, s2, s3, s4, s5 = (refs[o] for o in (10, 20, 30, 40, 50))
+    # layer 2 takes 3 link children -> layer 3 takes 2 objects -> layer 4 runs dry (its counter
+    # never resets: after 2 notes each pass stops at its first) -> layer 3's counter resets, it
+    # takes object 3 -> ...; later layer 3 takes objects 4 and 5 in one pass before layer 4 runs
+    offered = [11, 21, 31, 10, 20, s1[0], s2[0], s1[1], s1[2], s2[1], s2[2], 30, *s3,
+               41, 51, 40, 50, *s4, *s5]
+    expected = list(dict.fromkeys(offered))  # duplicates (the link children) are not re-added
+    out = lay(g, 1, seed=seed)
+    assert [i for i, _ in rels(out)] == expected
+    relation = dict(rels(out))
+    assert {relation[o] for o in (10, 20, 30, 40, 50)} == {"ObjectOfReifiedChild"}
+    assert {relation[c] for c in (11, 21, 31, 41, 51)} == {"Child"}
+    assert relation[12] == "InboundReferenceToObjectOfReifiedChild"
+
+
 # -- duplicates and the focus --------------------------------------------------------------------------
 def test_duplicate_keeps_first_relation_but_still_adds_to_focus_lists() -> None:
     g = Graph()
