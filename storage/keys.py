@@ -12,6 +12,8 @@ Layout (``<prefix>`` defaults to ``graphrag:v1``; tests pass their own to isolat
     <prefix>:seq                                                 global edit sequence (DESIGN §4 race)
     <prefix>:dirty                                               sorted set of focus ids to rebuild
     <prefix>:webhook:<webhook_id>                                replay guard of one webhook delivery
+    <prefix>:progress:<name>                                     hash: progress of a full rebuild
+    <prefix>:flag:<name>                                         short-lived coordination flags
 
 The ``{<note_id>}`` hash tag puts all keys *of one note* into one Redis Cluster slot, so a Lua script
 that touches a note's snapshot, generation and ``shows`` hash is cluster-legal. The layered strategy
@@ -28,8 +30,10 @@ __all__ = [
     "Keys",
     "dep_key",
     "dirty_key",
+    "flag_key",
     "generation_key",
     "lock_key",
+    "progress_key",
     "refresh_key",
     "seq_key",
     "shows_key",
@@ -105,6 +109,16 @@ def dirty_key(*, prefix: str = DEFAULT_PREFIX) -> str:
     return f"{prefix}:dirty"
 
 
+def progress_key(name: str, *, prefix: str = DEFAULT_PREFIX) -> str:
+    """``<prefix>:progress:<name>``: a hash recording a full rebuild's progress."""
+    return f"{prefix}:progress:{name}"
+
+
+def flag_key(name: str, *, prefix: str = DEFAULT_PREFIX) -> str:
+    """``<prefix>:flag:<name>``: a short-lived coordination flag (e.g. "a drain is scheduled")."""
+    return f"{prefix}:flag:{name}"
+
+
 def webhook_key(webhook_id: str, *, prefix: str = DEFAULT_PREFIX) -> str:
     """``<prefix>:webhook:<id>``: marks a webhook delivery as seen (replay guard)."""
     return f"{prefix}:webhook:{webhook_id}"
@@ -142,6 +156,12 @@ class Keys:
 
     def dirty(self) -> str:
         return dirty_key(prefix=self.prefix)
+
+    def progress(self, name: str) -> str:
+        return progress_key(name, prefix=self.prefix)
+
+    def flag(self, name: str) -> str:
+        return flag_key(name, prefix=self.prefix)
 
     def webhook(self, webhook_id: str) -> str:
         return webhook_key(webhook_id, prefix=self.prefix)

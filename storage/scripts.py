@@ -3,7 +3,7 @@
 Each script touches the keys of one note only (one hash-tag slot), so it is legal in Redis Cluster.
 """
 
-__all__ = ["BUMP_LUA", "DELETE_LUA", "STAMP_LUA", "WRITE_LUA"]
+__all__ = ["BUMP_LUA", "DELETE_LUA", "DIRTY_DONE_LUA", "STAMP_LUA", "WRITE_LUA"]
 
 # Ids travel as space-separated decimal strings and stay strings inside Lua (no float rounding).
 WRITE_LUA = """
@@ -65,3 +65,16 @@ end
 return 1
 """
 
+
+# Remove dirty members only if their score is still the one the drain read: a note dirtied again
+# while it was being rebuilt keeps its newer score and stays in the set.
+DIRTY_DONE_LUA = """
+local removed = 0
+for i = 1, #ARGV, 2 do
+  local score = redis.call('ZSCORE', KEYS[1], ARGV[i])
+  if score and tonumber(score) == tonumber(ARGV[i + 1]) then
+    removed = removed + redis.call('ZREM', KEYS[1], ARGV[i])
+  end
+end
+return removed
+"""

@@ -56,6 +56,7 @@ Every redis-py connection or timeout error (and read-only/out-of-memory replies)
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -199,7 +200,8 @@ _UNAVAILABLE: tuple[type[Exception], ...] = (
 
 
 @contextmanager
-def _translated() -> Iterator[None]:
+def translated() -> Iterator[None]:
+    """Translate redis-py availability errors into :class:`CacheUnavailable`."""
     try:
         yield
     except _UNAVAILABLE as err:
@@ -240,7 +242,7 @@ class SnapshotStore:
     ) -> bytes | None:
         """The stored bytes (one GET), or None. A key of another type reads as a miss."""
         key = self.keys.snapshot(note_id, strategy, seed, token_limit)
-        with _translated():
+        with translated():
             try:
                 value = self.redis.get(key)
             except ResponseError as err:
@@ -262,13 +264,32 @@ class SnapshotStore:
 
     def ping(self) -> None:
         """Raise :class:`CacheUnavailable` unless Redis answers PING."""
-        with _translated():
+        with translated():
             self.redis.ping()
+
+    def sample_snapshots(self, count: int, rng: random.Random) -> list[Envelope]:
+        """Up to ``count`` decodable snapshots drawn uniformly (reservoir sampling over SCAN)."""
+        chosen: list[bytes] = []
+        with translated():
+            for seen, key in enumerate(self.redis.scan_iter(match=f"{self.keys.prefix}:snap:*",
+                                                            count=1000)):
+                if len(chosen) < count:
+                    chosen.append(key)
+                elif (slot := rng.randrange(seen + 1)) < count:
+                    chosen[slot] = key
+            values = self.redis.mget(chosen) if chosen else []
+        return [env for env in map(decode_envelope, values) if env is not None]
 
     def dependents(self, note_id: int) -> set[int]:
         """The focus ids whose snapshots (any variant) show ``note_id``."""
-        with _translated():
+        with translated():
             return _ids(self.redis.smembers(self.keys.dep(note_id)))
+
+    def dependents_many(self, note_ids: Iterable[int]) -> set[int]:
+        """The union of ``dependents`` over many notes (one pipelined round trip)."""
+        ids = list(dict.fromkeys(note_ids))
+        replies = self._execute(lambda p: [p.smembers(self.keys.dep(i)) for i in ids])
+        return set().union(*(_ids(r) for r in replies)) if replies else set()
 
     def shown_by(self, focus_ids: Iterable[int]) -> dict[int, set[int]]:
         """Per focus: the union of the ids its snapshots show (from ``shows:{F}``, pipelined)."""
@@ -294,13 +315,13 @@ class SnapshotStore:
 
     def current_seq(self) -> int:
         """The global edit sequence (missing = 0). A rebuild reads it before reading the database."""
-        with _translated():
+        with translated():
             return int(self.redis.get(self.keys.seq()) or 0)
 
     def stamp_touched(self, note_ids: Iterable[int]) -> int:
         """Take the next sequence number and stamp it on every edited note (never lowering a stamp)."""
         ids = list(dict.fromkeys(note_ids))
-        with _translated():
+        with translated():
             seq = int(self.redis.incr(self.keys.seq()))
         ttl_ms = self.touched_ttl_s * 1000
         self._execute(lambda p: [
@@ -324,14 +345,38 @@ class SnapshotStore:
         lock: Lock = self.redis.lock(key, timeout=ttl_ms / 1000, sleep=0.005)
         return lock
 
+    def named_lock(self, name: str, *, ttl_ms: int) -> Lock:
+        """redis-py's lock on a service-wide job (e.g. the one running drain)."""
+        lock: Lock = self.redis.lock(self.keys.flag(f"lock:{name}"), timeout=ttl_ms / 1000)
+        return lock
+
+    def claim_flag(self, name: str, *, ttl_ms: int) -> bool:
+        """True for the one caller that sets the flag (SET NX PX); it expires by itself."""
+        with translated():
+            return bool(self.redis.set(self.keys.flag(name), b"1", nx=True, px=ttl_ms))
+
+    def clear_flag(self, name: str) -> None:
+        with translated():
+            self.redis.delete(self.keys.flag(name))
+
+    def claim_once(self, token: str, *, ttl_s: int) -> bool:
+        """True the first time ``token`` is seen within ``ttl_s`` (webhook replay guard)."""
+        with translated():
+            return bool(self.redis.set(self.keys.webhook(token), b"1", nx=True, ex=ttl_s))
+
+    def seen(self, token: str) -> bool:
+        """Whether :meth:`claim_once` marked ``token`` within its window."""
+        with translated():
+            return bool(self.redis.exists(self.keys.webhook(token)))
+
     def claim_refresh(self, note_id: int, *, ttl_s: int) -> bool:
         """True for the one caller that may queue a refresh of the note now (SET NX, expiring)."""
-        with _translated():
+        with translated():
             return bool(self.redis.set(self.keys.refresh(note_id), b"1", nx=True, ex=ttl_s))
 
     def release_refresh(self, note_id: int) -> None:
         """Let the next stale read queue a refresh again."""
-        with _translated():
+        with translated():
             self.redis.delete(self.keys.refresh(note_id))
 
     # -- writes ---------------------------------------------------------------------------------
@@ -429,7 +474,7 @@ class SnapshotStore:
 
         Rerunning is safe: every queued command is idempotent or, being a script, did not run.
         """
-        with _translated():
+        with translated():
             for attempt in range(2):
                 pipe = self.redis.pipeline(transaction=False)
                 queue(pipe)

@@ -221,6 +221,45 @@ class NoteStore:
                 view.put_row(_skeleton(r), _row(r))
             view.put_absent_rows(chunk)
 
+    def load(self, view: GraphView, need: Need) -> None:
+        """Load ``need`` into ``view`` on a connection of its own (outside a batch computation)."""
+        try:
+            with self.engine.connect() as conn:
+                self._load(conn, view, need)
+        except SQLAlchemyError as err:
+            raise DatabaseUnavailable(f"database error: {_reason(err)}") from err
+
+    def subtree_and_referrers(self, roots: Iterable[int], *, limit: int = 10_000) -> set[int]:
+        """Descendants of ``roots`` (deleted or not) and the link notes pointing into that subtree.
+
+        Doughnut's soft delete stamps a note, its descendants and the link notes pointing at them,
+        and a restore clears them again: every one of those notes changed. Bounded by ``limit``.
+        """
+        found = set(roots)
+        frontier = set(found)
+        try:
+            with self.engine.connect() as conn:
+                while frontier and len(found) < limit:
+                    frontier = self._below(conn, frontier) - found
+                    found |= frontier
+                found |= self._referrers(conn, found)
+        except SQLAlchemyError as err:
+            raise DatabaseUnavailable(f"database error: {_reason(err)}") from err
+        return found
+
+    def _below(self, conn: Connection, ids: Iterable[int]) -> set[int]:
+        out: set[int] = set()
+        for chunk in _chunks(ids, self.in_chunk):
+            out.update(conn.execute(select(note.c.id).where(note.c.parent_id.in_(chunk))).scalars())
+        return out
+
+    def _referrers(self, conn: Connection, ids: Iterable[int]) -> set[int]:
+        out: set[int] = set()
+        for chunk in _chunks(ids, self.in_chunk):
+            stmt = select(note.c.id).where(note.c.target_note_id.in_(chunk))
+            out.update(conn.execute(stmt).scalars())
+        return out
+
     # -- paging (rebuild --all) ---------------------------------------------------------------
     def live_ids_after(self, after_id: int, limit: int) -> list[int]:
         """The next ``limit`` live note ids above ``after_id``: keyset paging, no OFFSET."""

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import datetime as dt
+import random
 import sys
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from functools import wraps
 from typing import Any, TypeVar
@@ -12,15 +14,20 @@ from typing import Any, TypeVar
 import click
 import orjson
 import uvicorn
+from kombu.exceptions import KombuError
 from tqdm import tqdm
 
 from graphrag import GraphRagError, Request
 from graphrag.compare import Trial, compare, render_table
 from graphrag.params import STRATEGIES
 from graphrag.tokens import COUNTER_NAMES
+from storage.audit import audit as run_audit
 from storage.context import ContextService
+from storage.dirty import DirtySet
+from storage.progress import RebuildProgress
 from storage.sample import sample_notes
 from storage.sql import NoteStore, epoch_ms
+from worker.celery_app import create_celery
 from worker.compose import (
     build_reader,
     build_redis,
@@ -28,6 +35,7 @@ from worker.compose import (
     build_snapshot_store,
     build_store,
     rebuild_notes,
+    wall_ms,
 )
 from worker.server import build_http_app
 from worker.settings import Settings, load_settings
@@ -131,26 +139,74 @@ def _live(settings: Settings, service: ContextService, note_id: int, strategy: s
 @main.command()
 @click.argument("note_ids", type=NoteId(), nargs=-1)
 @click.option("--all", "everything", is_flag=True, help="Every live note, paged by id.")
+@click.option("--queue", "queued", is_flag=True,
+              help="With --all: hand the full rebuild to the workers (the nightly path).")
+@click.option("--status", "status", is_flag=True, help="Show the last full rebuild's progress.")
 @db_option
 @reports_errors
-def rebuild(note_ids: tuple[int, ...], everything: bool, database_url: str | None) -> None:
+def rebuild(note_ids: tuple[int, ...], everything: bool, queued: bool, status: bool,
+            database_url: str | None) -> None:
     """Compute and store the snapshots of NOTE_IDs (or --all) for every configured seed/strategy."""
-    if bool(note_ids) == everything:
-        raise click.UsageError("give NOTE_IDs or --all (not both)")
     settings = load_settings(database_url=database_url)
+    if status:
+        _print_status(settings)
+        return
+    if bool(note_ids) == everything or (queued and not everything):
+        raise click.UsageError("give NOTE_IDs, --all, --all --queue or --status")
+    if queued:
+        _queue_full_rebuild(settings)
+        return
+    _rebuild_here(settings, note_ids, everything)
+
+
+def _rebuild_here(settings: Settings, note_ids: tuple[int, ...], everything: bool) -> None:
     service = build_service(settings)
     service.store.check_schema()
-    store = build_snapshot_store(settings, build_redis(settings))
+    client = build_redis(settings)
+    store = build_snapshot_store(settings, client)
     store.ping()
     ids = _all_live_ids(service.store) if everything else iter(note_ids)
     total = service.store.count_live() if everything else len(note_ids)
+    progress = RebuildProgress(client, store.keys, "manual")
+    run_id = uuid.uuid4().hex
+    progress.start(run_id, now_ms=wall_ms())
+    progress.enqueued(run_id, total, last_id=0)
+    progress.dispatched(run_id, now_ms=wall_ms())
+
+    def advance(count: int) -> None:
+        bar.update(count)
+        progress.done(run_id, count, errors=0, now_ms=wall_ms())
+
     with tqdm(total=total, unit="note", disable=not sys.stderr.isatty(), file=sys.stderr) as bar:
-        report = rebuild_notes(settings, service, store, ids, progress=bar.update)
+        report = rebuild_notes(settings, service, store, ids, progress=advance)
     click.echo(report.summary(), err=True)
     for note_id, message in sorted(report.errors.items())[:10]:
         click.echo(f"  note {note_id}: {message}", err=True)
     if report.errors:
         sys.exit(1)
+
+
+def _queue_full_rebuild(settings: Settings) -> None:
+    try:
+        create_celery(settings).send_task("graphrag.nightly_dispatch", queue="bulk", retry=False)
+    except (KombuError, OSError) as err:
+        raise GraphRagError(f"broker unavailable ({settings.broker_url}): {err}") from err
+    click.echo("full rebuild queued; follow it with `graphrag rebuild --status`", err=True)
+
+
+def _print_status(settings: Settings) -> None:
+    client = build_redis(settings)
+    store = build_snapshot_store(settings, client)
+    for name in ("nightly", "manual"):
+        status = RebuildProgress(client, store.keys, name).status()
+        if not status:
+            click.echo(f"{name}: no run recorded")
+            continue
+        done, enqueued = int(status.get("done", 0)), int(status.get("enqueued", 0))
+        state = "finished" if status.get("finishedAt") else "running"
+        click.echo(f"{name}: {state}, {done}/{enqueued} notes rebuilt, "
+                   f"{status.get('errors', 0)} errors, run {status.get('run')}")
+    click.echo(f"dirty: {DirtySet(client, store.keys).size()} notes waiting")
 
 
 def _all_live_ids(store: NoteStore, page: int = 1000) -> Iterator[int]:
@@ -204,6 +260,45 @@ def _timed(service: ContextService, request: Request, strategy: str) -> Trial:
     started = time.perf_counter()
     outcome = service.compute(request, strategy)
     return Trial(outcome, (time.perf_counter() - started) * 1000)
+
+
+@main.command()
+@click.option("--concurrency", type=click.IntRange(1, 64), default=2, show_default=True)
+@click.option("--queues", default="realtime,bulk", show_default=True)
+@click.option("--loglevel", default="info", show_default=True)
+@reports_errors
+def worker(concurrency: int, queues: str, loglevel: str) -> None:
+    """Run a Celery worker (same as `celery -A worker.app worker`)."""
+    celery = create_celery(load_settings())
+    celery.worker_main(["worker", f"--concurrency={concurrency}", f"--queues={queues}",
+                        f"--loglevel={loglevel}"])
+
+
+@main.command()
+@click.option("--loglevel", default="info", show_default=True)
+@reports_errors
+def beat(loglevel: str) -> None:
+    """Run the single-instance scheduler (same as `celery -A worker.app beat`)."""
+    create_celery(load_settings()).start(["beat", f"--loglevel={loglevel}"])
+
+
+@main.command()
+@click.option("--sample", type=click.IntRange(1, 100_000), default=200, show_default=True)
+@click.option("--seed", "rng_seed", type=int, default=None, help="Seed of the sampling.")
+@db_option
+@reports_errors
+def audit(sample: int, rng_seed: int | None, database_url: str | None) -> None:
+    """Recompute a sample of snapshots live; report the stale fraction and the worst."""
+    settings = load_settings(database_url=database_url)
+    service = build_service(settings)
+    store = build_snapshot_store(settings, build_redis(settings))
+    report = run_audit(service, store, sample=sample, now_ms=wall_ms(),
+                       rng=random.Random(rng_seed))
+    click.echo(f"sampled {report.sampled} snapshots: {report.stale} stale "
+               f"({report.stale_fraction:.1%})")
+    for f in report.worst:
+        click.echo(f"  note {f.note_id} {f.strategy}/seed {f.seed}: {f.reason}, "
+                   f"{f.differing_notes} related notes differ, computed {f.age_s:.0f} s ago")
 
 
 @main.group()

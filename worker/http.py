@@ -1,5 +1,6 @@
 """The HTTP surface: Doughnut's GraphRAGResult from snapshots, health and metrics (DESIGN §7).
 
+``POST /webhooks/note-events`` takes Doughnut's signed note-edit events (:mod:`worker.webhook`).
 ``GET /notes/{id}/graph?tokenLimit=&seed=&strategy=`` and Doughnut's own path
 ``GET /api/notes/{id}/graph?tokenLimit=N`` answer the result JSON exactly, with
 ``X-Graphrag-Source: cache|stale|live`` and ``X-Graphrag-Age: <seconds>``. Both need
@@ -17,12 +18,14 @@ from typing import Annotated, Any
 
 from fastapi import FastAPI, Header, Query
 from fastapi import Request as HttpRequest
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from graphrag import DatabaseUnavailable, GraphRagError, InvalidParameter, NoteNotFound
 from storage.reader import SnapshotReader, Unavailable
 from storage.snapshots import CacheUnavailable
+from worker.webhook import WebhookReceiver
 
 __all__ = ["create_app"]
 
@@ -52,9 +55,10 @@ class _Unauthorized(Exception):
 
 def create_app(
     reader: SnapshotReader, *, reader_token: str, registry: CollectorRegistry,
-    health: Callable[[], dict[str, str]],
+    health: Callable[[], dict[str, str]], webhook: WebhookReceiver | None = None,
 ) -> FastAPI:
-    """The ASGI app. ``health`` reports each dependency as ``"ok"`` or a reason."""
+    """The ASGI app. ``health`` reports each dependency as ``"ok"`` or a reason; without a
+    ``webhook`` receiver (no secret configured) the webhook route answers 503."""
     if not reader_token:
         raise ValueError("reader_token must not be empty")
     app = FastAPI(title="Graph RAG snapshots for Doughnut", version="1")
@@ -91,6 +95,14 @@ def create_app(
         authorization: Annotated[str | None, Header()] = None,
     ) -> Response:
         return serve(note_id, token_limit, None, None, authorization)
+
+    @app.post("/webhooks/note-events", status_code=202, summary="Doughnut note-edit events")
+    async def note_events(request: HttpRequest) -> JSONResponse:
+        if webhook is None:
+            return _error(503, "GRAPHRAG_WEBHOOK_SECRET is not configured")
+        body = await request.body()
+        reply = await run_in_threadpool(webhook.receive, body, dict(request.headers))
+        return JSONResponse(reply.body, status_code=reply.status)
 
     @app.get("/healthz", summary="Dependencies' health")
     def healthz() -> JSONResponse:

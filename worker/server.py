@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
+from celery import Celery
 from fastapi import FastAPI
+from kombu.exceptions import OperationalError
 from prometheus_client import CollectorRegistry
 
 from graphrag import GraphRagError
 from graphrag.errors import ConfigurationError
 from storage.metrics import ReaderMetrics
+from worker.celery_app import create_celery
 from worker.compose import (
     build_reader,
     build_redis,
@@ -18,8 +24,9 @@ from worker.compose import (
 from worker.http import create_app
 from worker.refresh import BackgroundRefresher
 from worker.settings import Settings
+from worker.webhook import EnqueueFailed, WebhookReceiver
 
-__all__ = ["build_http_app"]
+__all__ = ["build_http_app", "celery_enqueuer"]
 
 
 def build_http_app(settings: Settings) -> FastAPI:
@@ -45,5 +52,23 @@ def build_http_app(settings: Settings) -> FastAPI:
                 report[name] = str(err)
         return report
 
+    webhook = None
+    if settings.webhook_secret is not None:
+        webhook = WebhookReceiver(settings.webhook_secret.get_secret_value(), store,
+                                  celery_enqueuer(create_celery(settings)),
+                                  max_events=settings.webhook_max_events)
     return create_app(reader, reader_token=settings.reader_token.get_secret_value(),
-                      registry=registry, health=health)
+                      registry=registry, health=health, webhook=webhook)
+
+
+def celery_enqueuer(celery: Celery) -> Callable[[list[dict[str, Any]]], None]:
+    """Send the events task by name; a broker that does not take it raises EnqueueFailed."""
+
+    def enqueue(events: list[dict[str, Any]]) -> None:
+        try:
+            celery.send_task("graphrag.process_events", args=[events], queue="realtime",
+                             retry=False)
+        except (OperationalError, OSError) as err:
+            raise EnqueueFailed(f"broker unavailable: {err.__class__.__name__}") from err
+
+    return enqueue

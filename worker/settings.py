@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from graphrag.errors import ConfigurationError
@@ -44,6 +44,18 @@ class Settings(BaseSettings):
     lock_wait_ms: int = Field(default=3_000, ge=0)
     # HTTP
     reader_token: SecretStr | None = None
+    webhook_secret: SecretStr | None = None
+    webhook_max_events: int = Field(default=1000, ge=1, le=100_000)
+    # Celery
+    broker_url: str = Field(
+        default="redis://127.0.0.1:6379/1",
+        validation_alias=AliasChoices("CELERY_BROKER_URL", "GRAPHRAG_BROKER_URL"),
+    )
+    debounce_ms: int = Field(default=50, ge=0, le=60_000)
+    nightly_hour_utc: int = Field(default=3, ge=0, le=23)
+    visibility_timeout_s: int = Field(default=900, ge=60)
+    task_time_limit_s: int = Field(default=300, ge=10)
+    max_bulk_backlog: int = Field(default=20, ge=1)
 
     @field_validator("seeds", "layered_limits", "strategies", mode="before")
     @classmethod
@@ -67,6 +79,9 @@ class Settings(BaseSettings):
     def _ttls_in_order(self) -> Settings:
         if self.soft_ttl_s > self.hard_ttl_s:
             raise ValueError("GRAPHRAG_SOFT_TTL_S must not exceed GRAPHRAG_HARD_TTL_S")
+        if self.task_time_limit_s + 60 >= self.visibility_timeout_s:
+            raise ValueError("GRAPHRAG_TASK_TIME_LIMIT_S must stay well below "
+                             "GRAPHRAG_VISIBILITY_TIMEOUT_S (a running task would be redelivered)")
         return self
 
 
@@ -79,6 +94,7 @@ def load_settings(**overrides: object) -> Settings:
         if not first["loc"]:
             raise ConfigurationError(str(first["msg"]).removeprefix("Value error, ")) from err
         field = str(first["loc"][0])
-        raise ConfigurationError(f"GRAPHRAG_{field.upper()}: {first['msg']}") from err
+        name = field if field.isupper() else f"GRAPHRAG_{field.upper()}"
+        raise ConfigurationError(f"{name}: {first['msg']}") from err
     except ValueError as err:
         raise ConfigurationError(str(err)) from err

@@ -15,10 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import graphrag
-from graphrag import CharsCounter, OnePerNoteCounter, TokenCounter
+from graphrag import CharsCounter, OnePerNoteCounter, Request, TokenCounter
 from graphrag.labels import WEIGHTS
 from graphrag.model import Relation
-from tests.support import DAY_MS, NOW_MS, Graph, compute
+from tests.support import DAY_MS, NOW_MS, Graph, compute, compute_all
 
 DETAILS = [None, "", "short", "é" * 100, "中" * 60, "x" * 300, "😀" * 40 + "tail"]
 WAVEFRONT_IMPOSSIBLE = {
@@ -290,6 +290,33 @@ def test_wavefront_smaller_limit_is_a_slice_of_the_larger(case: Case, other: int
     )
     live = case.run(token_limit=small, traversal_token_limit=large)
     assert orjson.loads(live.to_json()) == expected
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cases(wild=True), st.data())
+def test_a_batch_computes_the_same_bytes_as_single_runs(case: Case, data: st.DataObject) -> None:
+    live = [i for i, n in case.graph.notes.items() if not n.deleted]
+    foci = data.draw(st.lists(st.sampled_from(live), min_size=1, max_size=4, unique=True))
+    requests = [Request(f, case.seed, case.token_limit, NOW_MS) for f in foci]
+    _, results = compute_all(case.graph, requests, case.strategy, counter=case.counter)
+    for request in requests:
+        batched = results[request]
+        assert isinstance(batched, graphrag.Outcome)
+        single = compute(
+            case.graph, request.focus_id, case.strategy, token_limit=case.token_limit,
+            seed=case.seed, counter=case.counter,
+        )
+        assert batched.to_json() == single.to_json()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cases(), st.integers(1, 5))
+def test_a_disconnected_edit_changes_nothing(case: Case, extra: int) -> None:
+    before = case.run().to_json()
+    base = max(case.graph.notes) + 100
+    for k in range(extra):  # a separate notebook, sharing nothing with the existing notes
+        case.graph.add(base + k, parent_id=base if k else None, target_id=base if k % 2 else None)
+    assert case.run().to_json() == before
 
 
 def test_two_note_parent_cycle_terminates() -> None:

@@ -433,6 +433,27 @@ def test_focus_lists_hold_only_selected_notes_in_the_right_order() -> None:
         assert focus["youngerSiblings"] == uris(younger)
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_equal_notes_are_ranked_by_the_seeded_jitter(seed: int) -> None:
+    g = Graph()
+    g.add(1, title="focus")
+    g.add(7, parent_id=1, sibling_order=2, title="same")
+    g.add(3, parent_id=1, sibling_order=1, title="same")
+    # same label, wave and age: only jitter u(seed, "jitter", id) - 0.5 separates them
+    expected = sorted((3, 7), key=lambda i: -spec_u(seed, "jitter", i))
+    assert [i for i, _ in rels(wf(g, 1, seed=seed))] == expected
+
+
+def test_exact_score_ties_go_to_the_smaller_id() -> None:
+    g = Graph()
+    g.add(1, title="focus")
+    g.add(7, parent_id=1, sibling_order=1, title="same")
+    g.add(3, parent_id=1, sibling_order=2, title="same")
+    no_jitter = StrategyParams(wavefront=WavefrontParams(jitter_range=0.0))
+    for seed in range(4):
+        assert [i for i, _ in rels(wf(g, 1, seed=seed, params=no_jitter))] == [3, 7]
+
+
 def test_related_notes_are_in_descending_relationship_groups() -> None:
     out = wf(family(), 5)
     weights = [graphrag.labels.WEIGHTS[graphrag.Relation(r)] for _, r in rels(out)]
@@ -442,13 +463,32 @@ def test_related_notes_are_in_descending_relationship_groups() -> None:
 
 def test_small_budget_stops_expansion_early() -> None:
     g = family()
+    focus_tokens = wf(g, 5).focus.tokens
     g.loads.clear()
-    wf(g, 5, token_limit=60)  # pool after wave 1 far exceeds 1.2 x the budget
+    # a budget of 100 tokens: the wave-1 pool (parent, 2 children, 2 inbound) exceeds 1.2 x 100
+    out = wf(g, 5, token_limit=focus_tokens + 100)
+    assert out.picks  # room for something
     children_asked = set().union(*(need.children for need in g.loads))
     assert children_asked == {5}
     g.loads.clear()
     wf(g, 5)
     assert len(set().union(*(need.children for need in g.loads))) > 1
+
+
+def test_expansion_stops_exactly_above_1_2_times_the_maximum_budget() -> None:
+    g = family()
+    full = wf(g, 5)
+    cost = {p.note_id: p.tokens for p in full.picks}
+    children = ids_with(full, "Child")
+    assert len(children) == 3  # wave 1 draws 2 of them (the top two ranked), wave 2 the third
+    wave1 = [2, *children[:2], 21, 22]  # parent, the block of children, both inbound references
+    estimate = sum(cost[i] for i in wave1)
+    stop = max(b for b in range(estimate) if estimate > 1.2 * b)
+    for budget, expands in ((stop, False), (stop + 1, True)):
+        g.loads.clear()
+        wf(g, 5, token_limit=full.focus.tokens + budget)
+        asked = set().union(*(need.children for need in g.loads))
+        assert (asked != {5}) is expands, budget
 
 
 # -- determinism and prefix slicing -------------------------------------------------------------------

@@ -1,0 +1,59 @@
+"""What the tasks work with, created once per worker process (after fork) by the composition root.
+
+``worker`` registers a factory with :func:`configure`; :func:`current` builds the runtime lazily in
+each process (so database engines and Redis clients are never shared across a fork).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from storage.dirty import DirtySet
+from storage.progress import RebuildProgress
+from storage.rebuild import RebuildReport
+from storage.snapshots import SnapshotStore
+from storage.sql import NoteStore
+
+__all__ = ["Runtime", "configure", "current"]
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """Clients and knobs of one worker process."""
+
+    notes: NoteStore
+    snapshots: SnapshotStore
+    dirty: DirtySet
+    progress: RebuildProgress
+    rebuild: Callable[[Iterable[int]], RebuildReport]
+    clock_ms: Callable[[], int]
+    bulk_backlog: Callable[[], int]
+    sibling_radius: int = 4
+    drain_batch: int = 100
+    debounce_ms: int = 50
+    drain_budget_s: float = 10.0
+    drain_lock_ttl_ms: int = 30_000
+    max_bulk_backlog: int = 20
+    pages_per_dispatch: int = 50
+
+
+_factory: Callable[[], Runtime] | None = None
+_runtime: tuple[int, Runtime] | None = None
+
+
+def configure(factory: Callable[[], Runtime]) -> None:
+    """Register how a process builds its runtime (called by the composition root)."""
+    global _factory, _runtime
+    _factory, _runtime = factory, None
+
+
+def current() -> Runtime:
+    """This process's runtime, built on first use after a fork."""
+    global _runtime
+    if _runtime is None or _runtime[0] != os.getpid():
+        if _factory is None:
+            raise RuntimeError("tasks.runtime.configure() was not called by the worker")
+        _runtime = (os.getpid(), _factory())
+    return _runtime[1]

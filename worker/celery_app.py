@@ -1,0 +1,93 @@
+"""The Celery application factory (the entry module is :mod:`worker.app`).
+
+Delivery settings follow DESIGN §6 and §8: late acks, requeue on a lost worker process, prefetch 1,
+time limits well below the broker's visibility timeout, JSON only, no result backend, two queues.
+Beat runs RedBeat (a Redis lock makes it single-instance, lock timeout 90 s) with the nightly full
+rebuild at ``GRAPHRAG_NIGHTLY_HOUR_UTC`` (expiring before the next run) and a dirty-set sweep.
+Clients are created per process after fork (``tasks.runtime``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+from celery import Celery
+from celery.schedules import crontab
+from celery.signals import worker_ready
+from kombu.exceptions import ChannelError, OperationalError
+
+from storage.dirty import DirtySet
+from storage.progress import RebuildProgress
+from tasks.jobs import sweep
+from tasks.runtime import Runtime, configure
+from worker.compose import (
+    build_redis,
+    build_service,
+    build_snapshot_store,
+    rebuild_notes,
+    wall_ms,
+)
+from worker.settings import Settings
+
+__all__ = ["build_runtime", "create_celery", "queue_size"]
+
+
+def create_celery(settings: Settings) -> Celery:
+    """A configured Celery app whose tasks build their runtime from ``settings``."""
+    celery = Celery("graphrag", broker=settings.broker_url, include=["tasks.jobs"])
+    limit = settings.task_time_limit_s
+    celery.conf.update(
+        task_acks_late=True, task_reject_on_worker_lost=True, worker_prefetch_multiplier=1,
+        task_default_queue="realtime", task_time_limit=limit, task_soft_time_limit=limit - 30,
+        task_serializer="json", accept_content=["json"], task_ignore_result=True,
+        broker_transport_options={"visibility_timeout": settings.visibility_timeout_s},
+        broker_connection_timeout=2, broker_connection_retry_on_startup=True,
+        timezone="UTC", enable_utc=True,
+        beat_scheduler="redbeat.RedBeatScheduler", redbeat_redis_url=settings.redis_url,
+        redbeat_key_prefix=f"{settings.redis_prefix}:redbeat", redbeat_lock_timeout=90,
+        beat_schedule=_schedule(settings),
+    )
+    configure(lambda: build_runtime(settings, celery))
+    return celery
+
+
+def _schedule(settings: Settings) -> dict[str, dict[str, object]]:
+    return {
+        "nightly-rebuild": {
+            "task": "graphrag.nightly_dispatch",
+            "schedule": crontab(hour=settings.nightly_hour_utc, minute=0),
+            "options": {"queue": "bulk", "expires": 23 * 3600},
+        },
+        "sweep-dirty": {"task": "graphrag.sweep", "schedule": 15.0, "options": {"expires": 14}},
+    }
+
+
+def queue_size(celery: Celery, queue: str) -> int:
+    """Messages waiting in ``queue`` (0 when it does not exist yet)."""
+    try:
+        with celery.connection_for_read() as conn:
+            return int(conn.default_channel.queue_declare(queue=queue, passive=True).message_count)
+    except ChannelError:
+        return 0
+
+
+def build_runtime(settings: Settings, celery: Celery) -> Runtime:
+    """Everything the tasks of one worker process use, wired from ``settings``."""
+    service = build_service(settings)
+    client = build_redis(settings)
+    store = build_snapshot_store(settings, client)
+    radius = 15 if "relationship-bfs" in settings.strategies else 4
+    return Runtime(
+        notes=service.store, snapshots=store, dirty=DirtySet(client, store.keys),
+        progress=RebuildProgress(client, store.keys),
+        rebuild=lambda ids: rebuild_notes(settings, service, store, ids), clock_ms=wall_ms,
+        bulk_backlog=lambda: queue_size(celery, "bulk"), sibling_radius=radius,
+        debounce_ms=settings.debounce_ms, max_bulk_backlog=settings.max_bulk_backlog,
+    )
+
+
+@worker_ready.connect
+def _drain_leftovers(sender: object = None, **_: object) -> None:
+    """A worker that starts after a crash picks up whatever was left dirty."""
+    with contextlib.suppress(OperationalError):  # no broker: the beat sweep will do it
+        sweep.apply_async(countdown=1)
