@@ -1,44 +1,164 @@
-"""``make run``: the main job end to end on the embedded default (SQLite sample notebook).
+"""``make run``: the main job end to end on the embedded default, then exit 0.
 
-Creates a fresh SQLite database with the bundled sample notebook in a temporary folder, computes the
-context of a few interesting notes with both strategies through the batched loader, prints one result
-and the compute times, and exits 0.
+1. a fresh SQLite database with the bundled sample notebook;
+2. Redis at ``GRAPHRAG_REDIS_URL`` if it answers (under a throw-away key prefix, removed at the end),
+   otherwise an in-process Redis emulation (fakeredis), with a notice;
+3. a real Celery worker in this process (in-memory broker) and the HTTP app in-process;
+4. a full rebuild; a signed sample edit through the webhook; the rebuilt snapshot and read latency.
 """
 
 from __future__ import annotations
 
+import contextlib
+import datetime as dt
+import os
+import socket
+import sqlite3
+import statistics
 import sys
 import tempfile
+import threading
 import time
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
+import fakeredis
+import httpx
 import orjson
+import redis
+import uvicorn
+from celery.contrib.testing.worker import start_worker
+from fastapi import FastAPI
+from standardwebhooks.webhooks import Webhook
 
-from graphrag import Request
 from storage.sample import SAMPLE_FOCUS_IDS, sample_notes
-from worker.cli import _sample_row, parse_now
-from worker.compose import build_service
-from worker.settings import load_settings
+from worker.celery_app import create_celery
+from worker.cli import _all_live_ids, _sample_row
+from worker.compose import build_service, build_snapshot_store, rebuild_notes
+from worker.server import build_http_app
+from worker.settings import Settings, load_settings
+
+_TOKEN = "demo-reader-token"
+_SECRET = "whsec_" + "ZGVtby13ZWJob29rLXNlY3JldC0wMTIzNDU2Nzg5"  # demo only
+
+
+def say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def cache_redis(url: str, prefix: str) -> Iterator[redis.Redis]:
+    """The real Redis when it answers (keys under ``prefix`` removed afterwards), else fakeredis."""
+    client = redis.Redis.from_url(url, socket_connect_timeout=0.5, socket_timeout=2)
+    try:
+        client.ping()
+        say(f"Redis at {url} answers: using it under the key prefix {prefix}")
+    except redis.RedisError:
+        say(f"notice: no Redis at {url}; using an in-process Redis emulation (fakeredis)")
+        yield fakeredis.FakeRedis()
+        return
+    try:
+        yield client
+    finally:
+        for key in client.scan_iter(match=f"{prefix}:*", count=1000):
+            client.delete(key)
+
+
+def settings_for(folder: Path, prefix: str) -> Settings:
+    return load_settings(
+        database_url=f"sqlite:///{folder / 'sample.db'}", redis_prefix=prefix,
+        broker_url="memory://", reader_token=_TOKEN, webhook_secret=_SECRET,
+        strategies="wavefront,layered", debounce_ms=20,
+    )
+
+
+def signed(body: bytes) -> dict[str, str]:
+    msg_id, now = f"msg_{uuid.uuid4().hex}", dt.datetime.now(dt.UTC)
+    signature = Webhook(_SECRET).sign(msg_id, now, body.decode())
+    return {"webhook-id": msg_id, "webhook-timestamp": str(int(now.timestamp())),
+            "webhook-signature": signature, "content-type": "application/json"}
+
+
+def read_latency_us(client: httpx.Client, note: int, reads: int = 300) -> tuple[float, float]:
+    headers = {"Authorization": f"Bearer {_TOKEN}"}
+    samples = []
+    for _ in range(reads):
+        started = time.perf_counter()
+        client.get(f"/notes/{note}/graph", headers=headers)
+        samples.append((time.perf_counter() - started) * 1e6)
+    samples.sort()
+    return statistics.median(samples), samples[int(len(samples) * 0.99) - 1]
+
+
+def edit_and_wait(settings: Settings, client: httpx.Client, note: int, watch: int) -> float:
+    """Rename ``note`` in the database, send the signed webhook, wait until ``watch`` shows it."""
+    title = f"Miso soup (edited {dt.datetime.now(dt.UTC):%H:%M:%S})"
+    path = settings.database_url.removeprefix("sqlite:///")
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE note SET topic_constructor = ? WHERE id = ?", (title, note))
+    body = orjson.dumps({"events": [{"type": "note.updated", "noteId": note,
+                                     "occurredAt": dt.datetime.now(dt.UTC).isoformat()}]})
+    started = time.perf_counter()
+    reply = client.post("/webhooks/note-events", content=body, headers=signed(body))
+    say(f"webhook: HTTP {reply.status_code} {reply.text}")
+    headers = {"Authorization": f"Bearer {_TOKEN}"}
+    while time.perf_counter() - started < 30:
+        answer = client.get(f"/notes/{watch}/graph", headers=headers)
+        if title in answer.text and answer.headers["X-Graphrag-Source"] == "cache":
+            return time.perf_counter() - started
+        time.sleep(0.005)
+    raise SystemExit("the edit did not reach the snapshot within 30 s")
+
+
+@contextlib.contextmanager
+def serving(app: FastAPI) -> Iterator[httpx.Client]:
+    """The HTTP app on a free loopback port in a thread, and a client for it."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.01)
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}") as client:
+            yield client
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
 
 
 def main() -> int:
+    prefix = f"graphrag-demo:{uuid.uuid4().hex[:8]}"
     with tempfile.TemporaryDirectory() as folder:
-        url = f"sqlite:///{Path(folder) / 'sample.db'}"
-        service = build_service(load_settings(database_url=url))
-        service.store.create_table()
-        service.store.insert([_sample_row(n._asdict()) for n in sample_notes()])
-        print(f"sample notebook loaded into {url}", file=sys.stderr)
-        now = parse_now("2026-07-01T00:00:00+00:00")
-        focus = SAMPLE_FOCUS_IDS["link_note"]
-        result = service.compute(Request(focus, 0, 2500, now, 5000), "wavefront").to_json()
-        print(orjson.dumps(orjson.loads(result), option=orjson.OPT_INDENT_2).decode())
-        for strategy in ("wavefront", "layered"):
-            ids = service.store.live_ids_after(0, 10_000)
-            started = time.perf_counter()
-            service.compute_many([Request(i, 0, 5000, now, 5000) for i in ids], strategy)
-            ms = (time.perf_counter() - started) * 1000 / len(ids)
-            print(f"{strategy}: {len(ids)} contexts, {ms:.2f} ms per context (batched)",
-                  file=sys.stderr)
+        settings = settings_for(Path(folder), prefix)
+        url = os.environ.get("GRAPHRAG_REDIS_URL", settings.redis_url)
+        with cache_redis(url, prefix) as client:
+            return run(settings, client)
+
+
+def run(settings: Settings, client: redis.Redis) -> int:
+    service = build_service(settings)
+    service.store.create_table()
+    service.store.insert([_sample_row(n._asdict()) for n in sample_notes()])
+    say(f"sample notebook: {len(sample_notes())} notes in {settings.database_url}")
+    store = build_snapshot_store(settings, client)
+    report = rebuild_notes(settings, service, store, _all_live_ids(service.store))
+    say(f"full rebuild: {report.summary()}")
+    celery = create_celery(settings, redis_client=client)
+    app = build_http_app(settings, redis_client=client, celery=celery)
+    link, hub = SAMPLE_FOCUS_IDS["link_note"], SAMPLE_FOCUS_IDS["hub"]
+    with start_worker(celery, pool="solo", perform_ping_check=False, loglevel="WARNING",
+                      queues=["realtime", "bulk"], shutdown_timeout=10), serving(app) as http:
+        p50, p99 = read_latency_us(http, hub)
+        seconds = edit_and_wait(settings, http, link, watch=hub)
+        answer = http.get(f"/notes/{hub}/graph?tokenLimit=1200",
+                          headers={"Authorization": f"Bearer {_TOKEN}"})
+    print(orjson.dumps(orjson.loads(answer.content), option=orjson.OPT_INDENT_2).decode())
+    say(f"edit to fresh snapshot (webhook -> worker -> Redis): {seconds * 1000:.0f} ms")
+    say(f"HTTP read of a snapshot over loopback: p50 {p50:.0f} µs, p99 {p99:.0f} µs")
     return 0
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 
+import redis
 from celery import Celery
 from celery.schedules import crontab
 from celery.signals import worker_ready
@@ -32,8 +33,9 @@ from worker.settings import Settings
 __all__ = ["build_runtime", "create_celery", "queue_size"]
 
 
-def create_celery(settings: Settings) -> Celery:
-    """A configured Celery app whose tasks build their runtime from ``settings``."""
+def create_celery(settings: Settings, *, redis_client: redis.Redis | None = None) -> Celery:
+    """A configured Celery app whose tasks build their runtime from ``settings`` (and
+    ``redis_client`` for the cache when given: the demo's in-process Redis)."""
     celery = Celery("graphrag", broker=settings.broker_url, include=["tasks.jobs"])
     limit = settings.task_time_limit_s
     celery.conf.update(
@@ -47,7 +49,7 @@ def create_celery(settings: Settings) -> Celery:
         redbeat_key_prefix=f"{settings.redis_prefix}:redbeat", redbeat_lock_timeout=90,
         beat_schedule=_schedule(settings),
     )
-    configure(lambda: build_runtime(settings, celery))
+    configure(lambda: build_runtime(settings, celery, redis_client=redis_client))
     return celery
 
 
@@ -71,10 +73,12 @@ def queue_size(celery: Celery, queue: str) -> int:
         return 0
 
 
-def build_runtime(settings: Settings, celery: Celery) -> Runtime:
+def build_runtime(
+    settings: Settings, celery: Celery, *, redis_client: redis.Redis | None = None
+) -> Runtime:
     """Everything the tasks of one worker process use, wired from ``settings``."""
     service = build_service(settings)
-    client = build_redis(settings)
+    client = redis_client or build_redis(settings)
     store = build_snapshot_store(settings, client)
     radius = 15 if "relationship-bfs" in settings.strategies else 4
     return Runtime(

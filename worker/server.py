@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import redis
 from celery import Celery
 from fastapi import FastAPI
 from kombu.exceptions import OperationalError
@@ -29,12 +30,17 @@ from worker.webhook import EnqueueFailed, WebhookReceiver
 __all__ = ["build_http_app", "celery_enqueuer"]
 
 
-def build_http_app(settings: Settings) -> FastAPI:
-    """The app ``graphrag serve`` runs; refuses to start without a reader token."""
+def build_http_app(
+    settings: Settings, *, redis_client: redis.Redis | None = None, celery: Celery | None = None
+) -> FastAPI:
+    """The app ``graphrag serve`` runs; refuses to start without a reader token.
+
+    ``redis_client`` and ``celery`` replace the ones the settings describe (the demo and tests).
+    """
     if settings.reader_token is None or not settings.reader_token.get_secret_value():
         raise ConfigurationError("GRAPHRAG_READER_TOKEN must be set to serve snapshots over HTTP")
     service = build_service(settings)
-    store = build_snapshot_store(settings, build_redis(settings))
+    store = build_snapshot_store(settings, redis_client or build_redis(settings))
     registry = CollectorRegistry()
     refresher = BackgroundRefresher(
         lambda note_id: rebuild_notes(settings, service, store, [note_id]), store
@@ -55,7 +61,7 @@ def build_http_app(settings: Settings) -> FastAPI:
     webhook = None
     if settings.webhook_secret is not None:
         webhook = WebhookReceiver(settings.webhook_secret.get_secret_value(), store,
-                                  celery_enqueuer(create_celery(settings)),
+                                  celery_enqueuer(celery or create_celery(settings)),
                                   max_events=settings.webhook_max_events)
     return create_app(reader, reader_token=settings.reader_token.get_secret_value(),
                       registry=registry, health=health, webhook=webhook)
