@@ -54,6 +54,15 @@ class GraphView:
         self.put_skeletons(refs)
         self._inbound[target_id] = tuple(sk.id for sk in refs if not sk.deleted)
 
+    def put_child_ids(self, parent_id: int, ordered_ids: Iterable[int]) -> None:
+        """Live children of ``parent_id`` already in sibling order (ids only: monster parents
+        cost integers; skeletons of the few that get picked come with their rows)."""
+        self._children[parent_id] = tuple(ordered_ids)
+
+    def put_referrer_ids(self, target_id: int, ordered_ids: Iterable[int]) -> None:
+        """Live link notes targeting ``target_id``, by ascending id (ids only)."""
+        self._inbound[target_id] = tuple(ordered_ids)
+
     def put_row(self, skeleton: Skeleton, row: Row) -> None:
         self._skeletons[skeleton.id] = skeleton
         self._rows[skeleton.id] = row

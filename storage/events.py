@@ -50,12 +50,16 @@ class NoteEvent:
         return {r for r in refs if r is not None}
 
 
-def _near(siblings: Sequence[int], view: GraphView, note: Skeleton, radius: int) -> list[int]:
+def _near(notes: NoteStore, view: GraphView, parent: int, note: Skeleton, radius: int) -> list[int]:
     """Up to ``radius`` siblings on each side of where ``note`` sits (or sat) in sibling order."""
+    siblings = view.children(parent)
+    if note.id in siblings:
+        at = siblings.index(note.id)
+        return [*siblings[max(0, at - radius) : at], *siblings[at + 1 : at + 1 + radius]]
+    notes.load(view, Need(notes=frozenset(siblings)))  # gone from the list: find where it sat
     keys = [s.order_key for s in (view.note(i) for i in siblings) if s is not None]
     at = bisect_left(keys, note.order_key)
-    after = at + 1 if at < len(siblings) and siblings[at] == note.id else at
-    return [*siblings[max(0, at - radius) : at], *siblings[after : after + radius]]
+    return [*siblings[max(0, at - radius) : at], *siblings[at : at + radius]]
 
 
 def _neighbours(notes: NoteStore, edited: set[int], events: Sequence[NoteEvent],
@@ -71,7 +75,7 @@ def _neighbours(notes: NoteStore, edited: set[int], events: Sequence[NoteEvent],
     near: set[int] = set()
     for s in skeletons:
         for p in {s.parent_id, *_old_parents(events, s.id)} - {None}:
-            near.update(_near(view.children(p), view, s, radius))  # type: ignore[arg-type]
+            near.update(_near(notes, view, p, s, radius))  # type: ignore[arg-type]
     return refs | near
 
 

@@ -160,9 +160,9 @@ class NoteStore:
         if notes:
             self._skeletons(conn, view, notes)
         if need.children:
-            self._lists(conn, view, need.children, note.c.parent_id, view.put_children)
+            self._lists(conn, view, need.children, note.c.parent_id, view.put_child_ids)
         if need.inbound:
-            self._lists(conn, view, need.inbound, note.c.target_note_id, view.put_inbound)
+            self._lists(conn, view, need.inbound, note.c.target_note_id, view.put_referrer_ids)
 
     def _skeletons(self, conn: Connection, view: GraphView, ids: Iterable[int]) -> None:
         for chunk in _chunks(ids, self.in_chunk):
@@ -170,15 +170,16 @@ class NoteStore:
             view.put_skeletons(_skeleton(r) for r in rows)
             view.put_absent(chunk)
 
-    def _lists(self, conn: Connection, view: GraphView, ids: Iterable[int], by: Any, put: Any) -> None:
+    def _lists(self, conn: Connection, view: GraphView, ids: Iterable[int], by: Any,
+               put: Any) -> None:
+        """Children (in sibling order) or referrers (by id) as (owner, id) integer pairs."""
+        order = (by, note.c.sibling_order, note.c.id) if by is note.c.parent_id else (by, note.c.id)
         for chunk in _chunks(ids, self.in_chunk):
-            stmt = select(*_skeleton_cols(note)).where(by.in_(chunk), note.c.deleted_at.is_(None))
-            found: dict[int, list[Skeleton]] = {owner: [] for owner in chunk}
-            by_parent = by is note.c.parent_id
-            # Plain tuples: a monster parent's thousands of children cost integers, not Row objects.
-            for note_id, parent_id, target_id, order, _ in conn.execute(stmt).tuples():
-                owner = parent_id if by_parent else target_id
-                found[owner].append(Skeleton(note_id, parent_id, target_id, int(order)))
+            stmt = (select(by, note.c.id).where(by.in_(chunk), note.c.deleted_at.is_(None))
+                    .order_by(*order))
+            found: dict[int, list[int]] = {owner: [] for owner in chunk}
+            for owner, note_id in conn.execute(stmt).tuples():
+                found[owner].append(note_id)
             for owner, members in found.items():
                 put(owner, members)
 
