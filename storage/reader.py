@@ -187,7 +187,7 @@ class SnapshotReader:
     @staticmethod
     def _body(envelope: Envelope, token_limit: int) -> bytes:
         if envelope.strategy in PER_LIMIT_STRATEGIES or token_limit >= envelope.max_token_limit:
-            return orjson.dumps(envelope.result)
+            return envelope.result_json or orjson.dumps(envelope.result)
         return orjson.dumps(slice_result(envelope.result, envelope.focus_tokens,
                                          envelope.related_tokens, token_limit))
 

@@ -115,6 +115,9 @@ class Envelope:
     config_hash: str
     result: dict[str, Any] = field(repr=False)
     schema: int = SCHEMA
+    #: The result's exact JSON bytes when known (as stored, or as computed): served without
+    #: re-encoding. Not part of the stored layout.
+    result_json: bytes | None = field(default=None, repr=False, compare=False)
 
     @property
     def key_token_limit(self) -> int | None:
@@ -146,7 +149,8 @@ class Envelope:
             computed_at_ms=computed_at_ms, as_of_ms=request.now_ms,
             max_token_limit=request.token_limit, focus_tokens=outcome.focus.tokens,
             related_tokens=outcome.related_tokens, depends_on=tuple(sorted(outcome.depends_on(view))),
-            config_hash=config_hash, result=orjson.loads(outcome.to_json()),
+            config_hash=config_hash, result=orjson.loads(result_json := outcome.to_json()),
+            result_json=result_json,
         )
 
 
@@ -191,7 +195,24 @@ def decode_envelope(data: bytes | str | None) -> Envelope | None:
         max_token_limit=obj["maxTokenLimit"], focus_tokens=obj["focusTokens"],
         related_tokens=tuple(obj["relatedTokens"]), depends_on=tuple(obj["dependsOn"]),
         config_hash=obj["configHash"], result=obj["result"],
+        result_json=_result_bytes(data, obj),
     )
+
+
+_RESULT_MARK = b',"result":'
+
+
+def _result_bytes(data: bytes | str, obj: dict[str, Any]) -> bytes | None:
+    """The stored bytes of ``result`` when it is the last member (as this service writes it).
+
+    The members before it are numbers, lists of numbers and plain names, so the first
+    ``,"result":`` is the member's own; the parsed envelope already proved the JSON valid.
+    """
+    raw = data.encode() if isinstance(data, str) else data
+    at = raw.find(_RESULT_MARK)
+    if at < 0 or next(reversed(obj)) != "result" or not raw.endswith(b"}"):
+        return None
+    return raw[at + len(_RESULT_MARK) : -1]
 
 
 _UNAVAILABLE: tuple[type[Exception], ...] = (
