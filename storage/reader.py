@@ -129,6 +129,8 @@ class SnapshotReader:
         name = c.strategies[0] if strategy is None else strategy
         if name not in STRATEGIES:
             raise InvalidParameter("strategy", f"unknown strategy {name!r}; choose from {STRATEGIES}")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+            raise InvalidParameter("seed", "must be an integer")
         if seed is not None and seed not in c.seeds:
             raise InvalidParameter("seed", f"unknown seed {seed}; configured seeds are {c.seeds}")
         chosen = self.rng.choice(c.seeds) if seed is None else seed

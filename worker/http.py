@@ -37,7 +37,9 @@ def _int(name: str, value: str | None, *, minimum: int = 0) -> int | None:
     if value is None:
         return None
     text = value.strip()
-    if not text.lstrip("-").isdigit() or len(text) > _MAX_INT_DIGITS:
+    digits = text.removeprefix("-")
+    # ASCII only: str.isdigit() also admits "²", "③" or Arabic-Indic digits, which are no ids.
+    if not (digits.isascii() and digits.isdigit()) or len(text) > _MAX_INT_DIGITS:
         raise InvalidParameter(name, f"{value[:32]!r} is not an integer")
     number = int(text)
     if number < minimum:
