@@ -46,6 +46,7 @@ def create_celery(settings: Settings, *, redis_client: redis.Redis | None = None
         broker_connection_timeout=2, broker_connection_retry_on_startup=True,
         timezone="UTC", enable_utc=True,
         beat_scheduler="redbeat.RedBeatScheduler", redbeat_redis_url=settings.redis_url,
+        redbeat_redis_options={"socket_timeout": 5, "socket_connect_timeout": 5},
         redbeat_key_prefix=f"{settings.redis_prefix}:redbeat", redbeat_lock_timeout=90,
         beat_schedule=_schedule(settings),
     )

@@ -6,6 +6,8 @@ Every variable is ``GRAPHRAG_<NAME>``; a bad or missing value fails at start-up 
 
 from __future__ import annotations
 
+import base64
+import binascii
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -65,6 +67,21 @@ class Settings(BaseSettings):
             if not parts:
                 raise ValueError("needs at least one value, e.g. 0 or 0,1,2")
             return parts
+        return value
+
+    @field_validator("webhook_secret")
+    @classmethod
+    def _standard_webhooks_secret(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is None:
+            return None
+        text = value.get_secret_value()
+        body = text.removeprefix("whsec_")
+        try:
+            key = base64.b64decode(body + "=" * (-len(body) % 4), validate=True)
+        except (binascii.Error, ValueError):
+            key = b""
+        if not text.startswith("whsec_") or len(key) < 16:
+            raise ValueError("must be 'whsec_' followed by base64 of at least 16 bytes")
         return value
 
     @field_validator("strategies")
