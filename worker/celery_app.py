@@ -10,17 +10,18 @@ Clients are created per process after fork (``tasks.runtime``).
 from __future__ import annotations
 
 import contextlib
+import logging
 
 import redis
 from celery import Celery
 from celery.schedules import crontab
-from celery.signals import worker_ready
+from celery.signals import worker_process_init, worker_ready
 from kombu.exceptions import ChannelError, OperationalError
 
 from storage.dirty import DirtySet
 from storage.progress import RebuildProgress
 from tasks.jobs import sweep
-from tasks.runtime import Runtime, configure
+from tasks.runtime import Runtime, configure, current
 from worker.compose import (
     build_redis,
     build_service,
@@ -31,6 +32,8 @@ from worker.compose import (
 from worker.settings import Settings
 
 __all__ = ["build_runtime", "create_celery", "queue_size"]
+
+log = logging.getLogger("graphrag.worker")
 
 
 def create_celery(settings: Settings, *, redis_client: redis.Redis | None = None) -> Celery:
@@ -89,6 +92,15 @@ def build_runtime(
         bulk_backlog=lambda: queue_size(celery, "bulk"), sibling_radius=radius,
         debounce_ms=settings.debounce_ms, max_bulk_backlog=settings.max_bulk_backlog,
     )
+
+
+@worker_process_init.connect
+def _warm_up(**_: object) -> None:
+    """Build the runtime (engine, Redis client, tiktoken's encoding) before the first task."""
+    try:
+        current()
+    except Exception as err:  # it resurfaces, with retries, in the first task that needs it
+        log.warning("worker runtime not ready yet: %s", err)
 
 
 @worker_ready.connect
