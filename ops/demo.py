@@ -68,7 +68,7 @@ def cache_redis(url: str, prefix: str) -> Iterator[redis.Redis]:
 def settings_for(folder: Path, prefix: str) -> Settings:
     return load_settings(
         database_url=f"sqlite:///{folder / 'sample.db'}", redis_prefix=prefix,
-        broker_url="memory://", reader_token=_TOKEN, webhook_secret=_SECRET,
+        broker_url="memory://localhost/", reader_token=_TOKEN, webhook_secret=_SECRET,
         strategies="wavefront,layered", debounce_ms=20,
     )
 
@@ -148,6 +148,7 @@ def run(settings: Settings, client: redis.Redis) -> int:
     report = rebuild_notes(settings, service, store, _all_live_ids(service.store))
     say(f"full rebuild: {report.summary()}")
     celery = create_celery(settings, redis_client=client)
+    celery.conf.broker_transport_options = {"polling_interval": 0.005}  # in-memory broker: poll fast
     app = build_http_app(settings, redis_client=client, celery=celery)
     link, hub = SAMPLE_FOCUS_IDS["link_note"], SAMPLE_FOCUS_IDS["hub"]
     with start_worker(celery, pool="solo", perform_ping_check=False, loglevel="WARNING",

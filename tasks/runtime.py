@@ -34,7 +34,7 @@ class Runtime:
     drain_batch: int = 100
     debounce_ms: int = 50
     drain_budget_s: float = 10.0
-    drain_lock_ttl_ms: int = 30_000
+    drain_lock_ttl_ms: int = 15_000
     max_bulk_backlog: int = 20
     pages_per_dispatch: int = 50
 

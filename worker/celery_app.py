@@ -107,4 +107,4 @@ def _warm_up(**_: object) -> None:
 def _drain_leftovers(sender: object = None, **_: object) -> None:
     """A worker that starts after a crash picks up whatever was left dirty."""
     with contextlib.suppress(OperationalError):  # no broker: the beat sweep will do it
-        sweep.apply_async(countdown=1)
+        sweep.apply_async(countdown=3)  # after a dead worker's 2 s drain flag has expired

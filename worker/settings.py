@@ -51,7 +51,7 @@ class Settings(BaseSettings):
     # Celery
     broker_url: str = Field(
         default="redis://127.0.0.1:6379/1",
-        validation_alias=AliasChoices("CELERY_BROKER_URL", "GRAPHRAG_BROKER_URL"),
+        validation_alias=AliasChoices("CELERY_BROKER_URL", "GRAPHRAG_BROKER_URL", "broker_url"),
     )
     debounce_ms: int = Field(default=50, ge=0, le=60_000)
     nightly_hour_utc: int = Field(default=3, ge=0, le=23)

@@ -1,0 +1,238 @@
+"""End-to-end infrastructure: real MariaDB, real Redis, real Celery worker processes.
+
+* MariaDB: a fresh, uniquely named database from :func:`tests.conftest.mariadb_database`, dropped
+  afterwards (after every worker is stopped, so no pooled connection holds it).
+* Redis (``GRAPHRAG_TEST_REDIS_URL``, default ``redis://127.0.0.1:6379/0``): snapshots live under a
+  unique ``GRAPHRAG_REDIS_PREFIX`` and only those keys are deleted afterwards.
+* The broker (``CELERY_BROKER_URL``): a whole Redis database number, because kombu's keys (queues,
+  ``unacked``, bindings) carry no prefix. ``GRAPHRAG_TEST_BROKER_URL`` names one explicitly (then only
+  kombu's own keys are deleted afterwards); otherwise the first *empty* database from 15 down to 8 is
+  claimed with a marker key and flushed afterwards, while the marker is still ours.
+* Workers: ``python -m celery -A worker.app worker`` in a new session (process group) with the
+  settings in its environment; teardown stops every worker started, also when a test failed.
+
+A missing MariaDB or Redis makes these tests fail with the URL named, never skip.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+
+ROOT = Path(__file__).resolve().parents[2]
+REDIS_URL_ENV = "GRAPHRAG_TEST_REDIS_URL"
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+BROKER_URL_ENV = "GRAPHRAG_TEST_BROKER_URL"
+BROKER_DBS = range(15, 7, -1)
+CLAIM_KEY = "graphrag-e2e:broker-claim"
+KOMBU_KEYS = ("realtime", "bulk", "unacked", "unacked_index", "unacked_mutex")
+
+#: webhook-to-fresh latencies (seconds) measured by the tests, printed in the terminal summary
+LATENCIES: list[float] = []
+FIGURES: dict[str, str] = {}
+
+
+def connect(url: str, what: str) -> redis.Redis:
+    """A client on ``url`` that answered PING, or a test failure naming the URL."""
+    client = redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=2)
+    try:
+        client.ping()
+    except redis.RedisError as err:
+        client.close()
+        pytest.fail(f"Redis is required for the end-to-end tests but {what} at {url} is not usable "
+                    f"({err.__class__.__name__}: {err}). Start Redis or set {REDIS_URL_ENV}.",
+                    pytrace=False)
+    return client
+
+
+def redis_url() -> str:
+    return os.environ.get(REDIS_URL_ENV, "").strip() or DEFAULT_REDIS_URL
+
+
+@contextmanager
+def broker_database(base_url: str) -> Iterator[str]:
+    """A Redis URL whose database the broker may use alone; cleaned afterwards (see module doc)."""
+    explicit = os.environ.get(BROKER_URL_ENV, "").strip()
+    if explicit:
+        client = connect(explicit, "the broker")
+        try:
+            yield explicit
+        finally:
+            for pattern in (*KOMBU_KEYS, "_kombu.binding.*"):
+                for key in client.scan_iter(match=pattern, count=1000):
+                    client.delete(key)
+            client.close()
+        return
+    token = uuid.uuid4().hex
+    base = redis.connection.parse_url(base_url)
+    host, port = base.get("host", "127.0.0.1"), base.get("port", 6379)
+    for db in BROKER_DBS:
+        url = f"redis://{host}:{port}/{db}"
+        client = connect(url, "the broker database")
+        if client.set(CLAIM_KEY, token, nx=True, ex=3600) and client.dbsize() == 1:
+            break
+        if client.get(CLAIM_KEY) == token.encode():
+            client.delete(CLAIM_KEY)
+        client.close()
+    else:
+        pytest.fail(f"no empty Redis database among {list(BROKER_DBS)} for the broker; "
+                    f"set {BROKER_URL_ENV}", pytrace=False)
+    try:
+        yield url
+    finally:
+        if client.get(CLAIM_KEY) == token.encode():
+            client.flushdb()
+        client.close()
+
+
+class Worker:
+    """One ``celery -A worker.app worker`` process group, logging to a file."""
+
+    def __init__(self, env: dict[str, str], log_path: Path, *, concurrency: int = 2) -> None:
+        self.env, self.log_path = env, log_path
+        self.name = f"e2e-{uuid.uuid4().hex[:8]}@%h"
+        self.command = [
+            sys.executable, "-m", "celery", "-A", "worker.app", "worker",
+            f"--concurrency={concurrency}", "-Q", "realtime,bulk", "--loglevel=info",
+            "--without-gossip", "--without-mingle", "--without-heartbeat", "-n", self.name,
+        ]
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, *, ready_within_s: float = 60) -> Worker:
+        with self.log_path.open("ab") as log:
+            self.proc = subprocess.Popen(self.command, env=self.env, cwd=ROOT, stdout=log,
+                                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                         start_new_session=True)
+        deadline = time.monotonic() + ready_within_s
+        while time.monotonic() < deadline:
+            if re.search(r"\bready\.", self.log()):
+                return self
+            if self.proc.poll() is not None:
+                pytest.fail(f"the worker exited with {self.proc.returncode}:\n{self.tail()}",
+                            pytrace=False)
+            time.sleep(0.1)
+        pytest.fail(f"the worker was not ready within {ready_within_s} s:\n{self.tail()}", pytrace=False)
+
+    def log(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def tail(self, lines: int = 60) -> str:
+        return "\n".join(self.log().splitlines()[-lines:])
+
+    def count(self, pattern: str) -> int:
+        return len(re.findall(pattern, self.log()))
+
+    def kill(self) -> None:
+        """SIGKILL the whole process group (main process and pool children) and reap it."""
+        self._signal_group(signal.SIGKILL)
+        self._reap(10)
+
+    def stop(self) -> None:
+        """Warm shutdown (SIGTERM), then SIGKILL whatever is left."""
+        if self.proc is None:
+            return
+        self._signal_group(signal.SIGTERM)
+        if not self._reap(20):
+            self._signal_group(signal.SIGKILL)
+            self._reap(10)
+
+    def _signal_group(self, sig: int) -> None:
+        assert self.proc is not None
+        with suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, sig)
+
+    def _reap(self, timeout_s: float) -> bool:
+        """Wait until the leader exited and no process of the group is left."""
+        assert self.proc is not None
+        deadline = time.monotonic() + timeout_s
+        try:
+            self.proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            return False
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(self.proc.pid, 0)
+            except ProcessLookupError:
+                return True
+            time.sleep(0.05)
+        return False
+
+
+class Workers:
+    """Starts workers and stops every one of them at teardown."""
+
+    def __init__(self, env: dict[str, str], folder: Path) -> None:
+        self.env, self.folder = env, folder
+        self.started: list[Worker] = []
+
+    def start(self) -> Worker:
+        worker = Worker(self.env, self.folder / f"worker-{len(self.started)}.log")
+        self.started.append(worker)
+        return worker.start()
+
+    @property
+    def current(self) -> Worker:
+        return self.started[-1]
+
+    def stop_all(self) -> None:
+        for worker in self.started:
+            worker.stop()
+
+
+def wait_until(check: Callable[[], Any], *, timeout_s: float, what: str,
+               details: Callable[[], str] = lambda: "", interval_s: float = 0.02) -> Any:
+    """Poll ``check`` until it returns something truthy; fail naming ``what`` after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"not within {timeout_s} s: {what}\n{details()}", pytrace=False)
+        time.sleep(interval_s)
+
+
+def worker_env(settings_env: dict[str, str]) -> dict[str, str]:
+    """This process's environment without any GRAPHRAG_/CELERY_ variable, plus ``settings_env``."""
+    keep = {"GRAPHRAG_TIKTOKEN_FILE"}
+    env = {k: v for k, v in os.environ.items()
+           if not (k.startswith(("GRAPHRAG_", "CELERY_")) and k not in keep)}
+    env.update(settings_env)
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(fraction * len(ordered) + 0.5) - 1))
+    return ordered[index]
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if not LATENCIES and not FIGURES:
+        return
+    terminalreporter.section("end-to-end figures")
+    if LATENCIES:
+        terminalreporter.write_line(
+            f"webhook-to-fresh latency over {len(LATENCIES)} single edits: "
+            f"p50 {percentile(LATENCIES, 0.5) * 1000:.0f} ms, "
+            f"p95 {percentile(LATENCIES, 0.95) * 1000:.0f} ms, "
+            f"max {max(LATENCIES) * 1000:.0f} ms"
+        )
+    for name, value in FIGURES.items():
+        terminalreporter.write_line(f"{name}: {value}")
