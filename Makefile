@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test run lint typecheck unit clean
+.PHONY: test run lint typecheck unit test-reliability clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,8 +25,13 @@ typecheck: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/python -m pytest tests/unit
 
+test-reliability: $(STAMP)
+	GRAPHRAG_RELIABILITY_SCALE=full $(BIN)/python -m pytest tests/reliability
+
 run: $(STAMP)
 	$(BIN)/python -m ops.demo
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+
+include benchmarks/Makefile.inc
