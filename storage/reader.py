@@ -105,6 +105,8 @@ class SnapshotReader:
         self.on_stale, self.clock_ms = on_stale, clock_ms
         self.rng = rng or random.Random()
         self.config_hash = config_hash(service.params, service.counter.name)
+        self._latency = {source: self.metrics.read_latency_s.labels(source)
+                         for source in ("cache", "stale", "live")}
 
     # -- the public call ------------------------------------------------------------------------
     def get(
@@ -114,7 +116,7 @@ class SnapshotReader:
         """The GraphRAGResult of ``note_id``; raises InvalidParameter, NoteNotFound, Unavailable."""
         started = time.perf_counter()
         served = self._serve(self._ask(note_id, token_limit, seed, strategy))
-        self.metrics.read_latency_s.labels(served.source).observe(time.perf_counter() - started)
+        self._latency[served.source].observe(time.perf_counter() - started)
         return served
 
     def _ask(self, note_id: int, token_limit: int | None, seed: int | None,
@@ -166,11 +168,14 @@ class SnapshotReader:
             return None
         if envelope.strategy != ask.strategy or envelope.max_token_limit < ask.token_limit:
             return None
+        if ask.token_limit < envelope.max_token_limit and not envelope.sliceable:
+            return None
         return envelope
 
     def _cached(self, envelope: Envelope, ask: _Ask) -> Served:
-        age_s = max(0.0, (self.clock_ms() - envelope.computed_at_ms) / 1000)
-        if self.store.is_fresh(envelope, self.clock_ms(), self.config_hash):
+        now_ms = self.clock_ms()
+        age_s = max(0.0, (now_ms - envelope.computed_at_ms) / 1000)
+        if self.store.is_fresh(envelope, now_ms, self.config_hash):
             self.metrics.hits.inc()
             return Served(self._body(envelope, ask.token_limit), "cache", age_s)
         self.metrics.stale.inc()

@@ -120,6 +120,11 @@ class Envelope:
     result_json: bytes | None = field(default=None, repr=False, compare=False)
 
     @property
+    def sliceable(self) -> bool:
+        """Whether ``related_tokens`` are all integers (checked only when a slice is needed)."""
+        return all(type(i) is int for i in self.related_tokens)
+
+    @property
     def key_token_limit(self) -> int | None:
         """The tokenLimit part of the key: set for per-limit strategies, None otherwise."""
         return self.max_token_limit if self.strategy in PER_LIMIT_STRATEGIES else None
@@ -168,8 +173,10 @@ def _valid(obj: Any) -> bool:
         return False
     if not (isinstance(obj.get("strategy"), str) and isinstance(obj.get("configHash"), str)):
         return False
-    lists = (obj.get("relatedTokens"), obj.get("dependsOn"))
-    if not all(isinstance(v, list) and all(_is_int(i) for i in v) for v in lists):
+    tokens, depends = obj.get("relatedTokens"), obj.get("dependsOn")
+    if not (isinstance(tokens, list) and isinstance(depends, list)):
+        return False
+    if not all(type(i) is int for i in tokens) or not all(type(i) is int for i in depends):
         return False
     result = obj.get("result")
     return (
