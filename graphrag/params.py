@@ -26,6 +26,7 @@ __all__ = [
 
 STRATEGIES = ("wavefront", "layered", "relationship-bfs")
 MAX_TOKEN_LIMIT_CEILING = 1_000_000  # above this a tokenLimit is a mistake, not a budget
+MAX_NOTE_ID = 2**32 - 1  # Doughnut's note.id is int unsigned
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,8 +46,8 @@ class Request:
     traversal_token_limit: int | None = None
 
     def __post_init__(self) -> None:
-        if self.focus_id < 0:
-            raise InvalidParameter("noteId", "must be a non-negative integer")
+        if not 0 <= self.focus_id <= MAX_NOTE_ID:
+            raise InvalidParameter("noteId", f"must be an integer from 0 to {MAX_NOTE_ID}")
         if not 0 <= self.token_limit <= MAX_TOKEN_LIMIT_CEILING:
             raise InvalidParameter("tokenLimit", f"must be between 0 and {MAX_TOKEN_LIMIT_CEILING}")
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import create_engine
+from sqlalchemy import create_engine, make_url
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 
 from graphrag import (
     Costing,
@@ -26,14 +26,24 @@ from storage.sql import NoteStore, prepare_engine
 __all__ = ["Computed", "ContextService", "open_engine"]
 
 
+def _shown(url: str) -> str:
+    """The URL without its password, for messages (an unparsable one is not shown at all)."""
+    try:
+        return repr(make_url(url).render_as_string(hide_password=True))
+    except (ArgumentError, ValueError):
+        return "(unparsable)"
+
+
 def open_engine(url: str) -> Engine:
-    """An engine for a SQLAlchemy URL; a malformed URL is a configuration error naming it."""
+    """An engine for a SQLAlchemy URL; a malformed URL is a configuration error (no password)."""
     try:
         engine = create_engine(url, pool_pre_ping=True)
     except (ArgumentError, ValueError) as err:
-        raise ConfigurationError(f"database URL {url!r} is not a valid SQLAlchemy URL") from err
+        raise ConfigurationError(f"database URL {_shown(url)} is not a valid SQLAlchemy URL") from err
     except ImportError as err:
-        raise ConfigurationError(f"no driver installed for database URL {url!r}: {err}") from err
+        raise ConfigurationError(f"no driver installed for database URL {_shown(url)}") from err
+    except NoSuchModuleError as err:
+        raise ConfigurationError(f"unknown database dialect in URL {_shown(url)}") from err
     return prepare_engine(engine)
 
 

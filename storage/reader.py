@@ -32,7 +32,7 @@ from graphrag import (
     config_hash,
     slice_result,
 )
-from graphrag.params import MAX_TOKEN_LIMIT_CEILING
+from graphrag.params import MAX_NOTE_ID, MAX_TOKEN_LIMIT_CEILING
 from storage.context import ContextService
 from storage.metrics import ReaderMetrics
 from storage.snapshots import (
@@ -122,8 +122,8 @@ class SnapshotReader:
     def _ask(self, note_id: int, token_limit: int | None, seed: int | None,
              strategy: str | None) -> _Ask:
         c = self.config
-        if isinstance(note_id, bool) or not isinstance(note_id, int) or note_id < 0:
-            raise InvalidParameter("noteId", "must be a non-negative integer")
+        if isinstance(note_id, bool) or not isinstance(note_id, int) or not 0 <= note_id <= MAX_NOTE_ID:
+            raise InvalidParameter("noteId", f"must be an integer from 0 to {MAX_NOTE_ID}")
         limit = c.max_token_limit if token_limit is None else token_limit
         ceiling = MAX_TOKEN_LIMIT_CEILING
         if isinstance(limit, bool) or not isinstance(limit, int) or not 0 < limit <= ceiling:

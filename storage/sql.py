@@ -304,12 +304,18 @@ class NoteStore:
     # -- demo/test writes ---------------------------------------------------------------------
     def create_table(self) -> None:
         """Create a Doughnut-shaped ``note`` table if none exists (demos and tests only)."""
-        metadata.create_all(self.engine, tables=[note])
+        try:
+            metadata.create_all(self.engine, tables=[note])
+        except SQLAlchemyError as err:
+            raise DatabaseUnavailable(f"cannot create the note table: {_reason(err)}") from err
 
     def insert(self, rows: Sequence[dict[str, Any]], *, chunk: int = 1000) -> None:
-        with self.engine.begin() as conn:
-            for start in range(0, len(rows), chunk):
-                conn.execute(note.insert(), list(rows[start : start + chunk]))
+        try:
+            with self.engine.begin() as conn:
+                for start in range(0, len(rows), chunk):
+                    conn.execute(note.insert(), list(rows[start : start + chunk]))
+        except SQLAlchemyError as err:
+            raise DatabaseUnavailable(f"cannot insert notes: {_reason(err)}") from err
 
     def drop_table(self) -> None:
         metadata.drop_all(self.engine, tables=[note])

@@ -15,11 +15,12 @@ import click
 import orjson
 import uvicorn
 from kombu.exceptions import KombuError
+from kombu.utils.url import maybe_sanitize_url
 from tqdm import tqdm
 
 from graphrag import GraphRagError, Request
 from graphrag.compare import Trial, compare, render_table
-from graphrag.params import STRATEGIES
+from graphrag.params import MAX_NOTE_ID, STRATEGIES
 from graphrag.tokens import COUNTER_NAMES
 from storage.audit import audit as run_audit
 from storage.context import ContextService
@@ -71,20 +72,24 @@ def parse_now(value: str | None) -> int:
         return epoch_ms(dt.datetime.now(dt.UTC))
     try:
         moment = dt.datetime.fromisoformat(value)
-    except ValueError:
-        raise click.BadParameter(f"{value!r} is not an ISO-8601 time", param_hint="--now") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=dt.UTC)
-    return epoch_ms(moment.astimezone(dt.UTC))
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=dt.UTC)
+        return epoch_ms(moment.astimezone(dt.UTC))
+    except (ValueError, OverflowError):
+        raise click.BadParameter(f"{value[:40]!r} is not an ISO-8601 time within years 1-9999",
+                                 param_hint="--now") from None
 
 
 class NoteId(click.ParamType):
+    """Doughnut's ids are ``int unsigned``: ASCII digits up to 4294967295."""
+
     name = "NOTE_ID"
 
     def convert(self, value: Any, param: Any, ctx: Any) -> int:
         text = str(value)
-        if not text.isdigit():
-            self.fail(f"{text!r} is not a note id (a non-negative integer)", param, ctx)
+        if not (text.isascii() and text.isdigit()) or len(text) > 10 or int(text) > MAX_NOTE_ID:
+            self.fail(f"{text[:40]!r} is not a note id (an integer from 0 to {MAX_NOTE_ID})",
+                      param, ctx)
         return int(text)
 
 
@@ -190,7 +195,8 @@ def _queue_full_rebuild(settings: Settings) -> None:
     try:
         create_celery(settings).send_task("graphrag.nightly_dispatch", queue="bulk", retry=False)
     except (KombuError, OSError) as err:
-        raise GraphRagError(f"broker unavailable ({settings.broker_url}): {err}") from err
+        where = maybe_sanitize_url(settings.broker_url)
+        raise GraphRagError(f"broker unavailable ({where}): {err.__class__.__name__}") from err
     click.echo("full rebuild queued; follow it with `graphrag rebuild --status`", err=True)
 
 

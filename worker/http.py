@@ -25,7 +25,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from graphrag import DatabaseUnavailable, GraphRagError, InvalidParameter, NoteNotFound
 from storage.reader import SnapshotReader, Unavailable
 from storage.snapshots import CacheUnavailable
-from worker.webhook import WebhookReceiver
+from worker.webhook import MAX_BODY_BYTES, WebhookReceiver
 
 __all__ = ["create_app"]
 
@@ -102,7 +102,9 @@ def create_app(
     async def note_events(request: HttpRequest) -> JSONResponse:
         if webhook is None:
             return _error(503, "GRAPHRAG_WEBHOOK_SECRET is not configured")
-        body = await request.body()
+        body = await _bounded_body(request, MAX_BODY_BYTES)
+        if body is None:
+            return _error(413, f"body larger than {MAX_BODY_BYTES} bytes")
         reply = await run_in_threadpool(webhook.receive, body, dict(request.headers))
         return JSONResponse(reply.body, status_code=reply.status)
 
@@ -119,6 +121,20 @@ def create_app(
 
     _install_error_handlers(app)
     return app
+
+
+async def _bounded_body(request: HttpRequest, limit: int) -> bytes | None:
+    """The body, or None as soon as it (declared or streamed) exceeds ``limit`` bytes."""
+    declared = request.headers.get("content-length", "")
+    if declared.isascii() and declared.isdigit() and int(declared) > limit:
+        return None
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _install_error_handlers(app: FastAPI) -> None:
