@@ -656,10 +656,6 @@ class CliCase:
 DB = "{db}"  # replaced by the sample database's URL
 HUGE = "9" * 25
 DIGITS_5000 = "1" * 5000
-XFAIL_HUGE_ID = ("an id beyond SQLite's 64-bit INTEGER reaches the driver: OverflowError "
-                 "'Python int too large to convert to SQLite INTEGER' escapes as a traceback")
-XFAIL_DB_INIT = ("db init / db load-sample do not translate driver errors: an unreachable "
-                 "database gives sqlalchemy.exc.OperationalError with a traceback")
 
 CLI_CASES: dict[str, Any] = {
     # usage errors: exit 2
