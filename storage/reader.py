@@ -98,11 +98,12 @@ class SnapshotReader:
     def __init__(
         self, service: ContextService, store: SnapshotStore, config: ReaderConfig, *,
         metrics: ReaderMetrics | None = None, on_stale: Callable[[int], None] | None = None,
+        on_raced: Callable[[int], object] | None = None,
         clock_ms: Callable[[], int] = _wall_ms, rng: random.Random | None = None,
     ) -> None:
         self.service, self.store, self.config = service, store, config
         self.metrics = metrics or ReaderMetrics.create()
-        self.on_stale, self.clock_ms = on_stale, clock_ms
+        self.on_stale, self.on_raced, self.clock_ms = on_stale, on_raced, clock_ms
         self.rng = rng or random.Random()
         self.config_hash = config_hash(service.params, service.counter.name)
         self._latency = {source: self.metrics.read_latency_s.labels(source)
@@ -239,6 +240,7 @@ class SnapshotReader:
         """Compute now; with ``write``, store the snapshot-sized result through the CAS."""
         size = ask.stored_limit if write and ask.stored_limit is not None else ask.token_limit
         generation = self._generation(ask.note_id) if write else 0
+        seq = self._seq() if write else None  # read before the database (DESIGN §4)
         now_ms = self.clock_ms()
         request = Request(ask.note_id, ask.seed, size, now_ms,
                           traversal_token_limit=max(size, self.config.max_token_limit))
@@ -249,8 +251,14 @@ class SnapshotReader:
         envelope = Envelope.of(outcome, view, request, strategy=ask.strategy, generation=generation,
                                computed_at_ms=now_ms, config_hash=self.config_hash)
         if write:
-            self._write_back(envelope)
+            self._write_back(envelope, seq)
         return Served(self._body(envelope, ask.token_limit), "live", 0.0)
+
+    def _seq(self) -> int | None:
+        try:
+            return self.store.current_seq()
+        except CacheUnavailable:
+            return None
 
     def _generation(self, note_id: int) -> int:
         try:
@@ -269,10 +277,15 @@ class SnapshotReader:
             raise result
         return result, computed.view
 
-    def _write_back(self, envelope: Envelope) -> None:
+    def _write_back(self, envelope: Envelope, seq: int | None) -> None:
+        """CAS-write; then, like a rebuild, redo the focus if an edit raced the computation."""
         try:
             if not self.store.write(envelope):
                 self.metrics.cas_rejections.inc()
+                return
+            raced = seq is None or self.store.touched_since(envelope.depends_on, seq)
+            if raced and self.on_raced is not None:
+                self.on_raced(envelope.note_id)
         except CacheUnavailable as err:
             self.metrics.redis_errors.inc()
             log.warning("could not write back note %s: %s", envelope.note_id, err)

@@ -375,7 +375,9 @@ class SnapshotStore:
 
     def named_lock(self, name: str, *, ttl_ms: int) -> Lock:
         """redis-py's lock on a service-wide job (e.g. the one running drain)."""
-        lock: Lock = self.redis.lock(self.keys.flag(f"lock:{name}"), timeout=ttl_ms / 1000)
+        # Not thread-local: a keeper thread renews it while the owner works.
+        lock: Lock = self.redis.lock(self.keys.flag(f"lock:{name}"), timeout=ttl_ms / 1000,
+                                     thread_local=False)
         return lock
 
     def claim_flag(self, name: str, *, ttl_ms: int) -> bool:

@@ -7,11 +7,16 @@ events and drains; ``bulk`` takes the full rebuild, so a nightly run never delay
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import threading
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 from celery import shared_task
+from redis.exceptions import LockError, RedisError
+from redis.lock import Lock
 
 from graphrag import DatabaseUnavailable
 from storage.drain import drain_until
@@ -41,7 +46,7 @@ def schedule_drain(rt: Runtime, countdown_s: float | None = None) -> None:
         drain.apply_async(countdown=delay)
 
 
-@shared_task(name="graphrag.process_events", queue="realtime", **DELIVERY)
+@shared_task(name="graphrag.process_events", **DELIVERY)
 def process_events(events: list[dict[str, Any]]) -> int:
     """Resolve the affected foci of a webhook's events, bump them and mark them dirty."""
     rt = current()
@@ -51,7 +56,7 @@ def process_events(events: list[dict[str, Any]]) -> int:
     return len(affected)
 
 
-@shared_task(name="graphrag.drain", queue="realtime", **DELIVERY)
+@shared_task(name="graphrag.drain", **DELIVERY)
 def drain() -> int:
     """Rebuild dirty foci for a while; one drain runs at a time, and it re-queues itself."""
     rt = current()
@@ -61,17 +66,42 @@ def drain() -> int:
         schedule_drain(rt, countdown_s=0.2)
         return 0
     try:
-        written = drain_until(rt.dirty, rt.rebuild, batch=rt.drain_batch,
-                              debounce_ms=rt.debounce_ms, budget_s=rt.drain_budget_s,
-                              clock_ms=rt.clock_ms, after_batch=lock.reacquire)
+        with kept(lock, every_s=rt.drain_lock_ttl_ms / 3000):
+            written = drain_until(rt.dirty, rt.rebuild, batch=rt.drain_batch,
+                                  debounce_ms=rt.debounce_ms, budget_s=rt.drain_budget_s,
+                                  clock_ms=rt.clock_ms)
     finally:
-        lock.release()
+        with contextlib.suppress(LockError):  # expired anyway: a crash-free drain just ends
+            lock.release()
     if rt.dirty.size():
         schedule_drain(rt)
     return written
 
 
-@shared_task(name="graphrag.sweep", queue="realtime", **DELIVERY)
+@contextlib.contextmanager
+def kept(lock: Lock, *, every_s: float) -> Iterator[None]:
+    """Renew ``lock`` from a background thread while the block runs, however long a batch takes;
+    if the process dies the renewals stop and the lock expires after its TTL."""
+    stop = threading.Event()
+
+    def renew() -> None:
+        while not stop.wait(every_s):
+            try:
+                lock.reacquire()
+            except (LockError, RedisError) as err:
+                log.warning("drain lock lost: %s", err)
+                return
+
+    keeper = threading.Thread(target=renew, name="graphrag-drain-lock", daemon=True)
+    keeper.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        keeper.join()
+
+
+@shared_task(name="graphrag.sweep", **DELIVERY)
 def sweep() -> int:
     """Safety net (beat, every few seconds): queue a drain if anything is dirty."""
     rt = current()
@@ -81,7 +111,7 @@ def sweep() -> int:
     return size
 
 
-@shared_task(name="graphrag.nightly_dispatch", queue="bulk", **DELIVERY)
+@shared_task(name="graphrag.nightly_dispatch", **DELIVERY)
 def nightly_dispatch(run_id: str | None = None, after_id: int = 0) -> int:
     """Page live note ids by key and enqueue rebuild batches, with back-pressure on ``bulk``."""
     rt = current()
@@ -103,7 +133,7 @@ def nightly_dispatch(run_id: str | None = None, after_id: int = 0) -> int:
     return after_id
 
 
-@shared_task(name="graphrag.rebuild_batch", queue="bulk", **DELIVERY)
+@shared_task(name="graphrag.rebuild_batch", **DELIVERY)
 def rebuild_batch(run_id: str, note_ids: list[int]) -> int:
     """Rebuild one batch of a full rebuild and record its progress."""
     rt = current()

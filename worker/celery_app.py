@@ -43,7 +43,10 @@ def create_celery(settings: Settings, *, redis_client: redis.Redis | None = None
     limit = settings.task_time_limit_s
     celery.conf.update(
         task_acks_late=True, task_reject_on_worker_lost=True, worker_prefetch_multiplier=1,
-        task_default_queue="realtime", task_time_limit=limit, task_soft_time_limit=limit - 30,
+        task_default_queue="realtime", task_time_limit=limit,
+        task_soft_time_limit=limit - min(30, limit // 5),
+        task_routes={"graphrag.nightly_dispatch": {"queue": "bulk"},
+                     "graphrag.rebuild_batch": {"queue": "bulk"}},
         task_serializer="json", accept_content=["json"], task_ignore_result=True,
         broker_transport_options={"visibility_timeout": settings.visibility_timeout_s},
         broker_connection_timeout=2, broker_connection_retry_on_startup=True,

@@ -184,6 +184,8 @@ def _rebuild_here(settings: Settings, note_ids: tuple[int, ...], everything: boo
 
     with tqdm(total=total, unit="note", disable=not sys.stderr.isatty(), file=sys.stderr) as bar:
         report = rebuild_notes(settings, service, store, ids, progress=advance)
+    if report.requeue:  # edits raced these rebuilds: the workers redo them (DESIGN §4)
+        DirtySet(client, store.keys).add(report.requeue, now_ms=wall_ms())
     click.echo(report.summary(), err=True)
     for note_id, message in sorted(report.errors.items())[:10]:
         click.echo(f"  note {note_id}: {message}", err=True)

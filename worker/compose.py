@@ -18,6 +18,7 @@ from graphrag import (
 )
 from graphrag.errors import ConfigurationError
 from storage.context import ContextService, open_engine
+from storage.dirty import DirtySet
 from storage.encodings import load_cl100k
 from storage.metrics import ReaderMetrics
 from storage.reader import ReaderConfig, SnapshotReader
@@ -87,8 +88,10 @@ def build_reader(
     settings: Settings, service: ContextService, store: SnapshotStore, *,
     metrics: ReaderMetrics | None = None, on_stale: Callable[[int], None] | None = None,
 ) -> SnapshotReader:
+    dirty = DirtySet(store.redis, store.keys)
     return SnapshotReader(service, store, reader_config(settings), metrics=metrics,
-                          on_stale=on_stale)
+                          on_stale=on_stale,
+                          on_raced=lambda note_id: dirty.add([note_id], now_ms=wall_ms()))
 
 
 def wall_ms() -> int:

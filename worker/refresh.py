@@ -11,7 +11,10 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from graphrag import GraphRagError
+from storage.dirty import DirtySet
+from storage.rebuild import RebuildReport
 from storage.snapshots import SnapshotStore
+from worker.compose import wall_ms
 
 __all__ = ["BackgroundRefresher"]
 
@@ -30,7 +33,10 @@ class BackgroundRefresher:
 
     def _refresh(self, note_id: int) -> None:
         try:
-            self._rebuild_one(note_id)
+            report = self._rebuild_one(note_id)
+            if isinstance(report, RebuildReport) and report.requeue:
+                # an edit raced the refresh (DESIGN §4): the workers redo it from the dirty set
+                DirtySet(self._store.redis, self._store.keys).add(report.requeue, now_ms=wall_ms())
         except GraphRagError as err:
             log.warning("refresh of note %s failed: %s", note_id, err)
         finally:

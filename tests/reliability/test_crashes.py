@@ -1,0 +1,555 @@
+"""Crashes (issue 6, item 2): killed workers, a restarted and flushed Redis, cut MySQL connections.
+
+(a) The worker's process group is SIGKILLed again and again during a stream of signed edits (ci 5
+    kills, full 50), half of the kills while a drain of the running worker holds its lock (mid-batch),
+    the others at a random moment (events or drains in flight); a worker is restarted each time.
+    Afterwards nothing is left dirty, queued or unacknowledged and no snapshot is stale or missing.
+    Messages the killed main process had taken (acks late) wait in the broker's ``unacked`` hash
+    until the visibility timeout (DESIGN §8); the workers here run with
+    ``GRAPHRAG_TASK_TIME_LIMIT_S=50`` / ``GRAPHRAG_VISIBILITY_TIMEOUT_S=111`` (the smallest pair the
+    settings accept that keeps the soft limit, limit - 30 s, above a drain's 10 s budget). kombu
+    returns such messages to their queue when a worker starts and every 100 s (its restore
+    interval x throttle); rather than idling up to 100 s, the test starts one more worker once the
+    timeout has passed. No nightly rebuild runs here: it would repair what a lost event missed.
+    The kills run in a module fixture and the check is the module's last test, so the tests between
+    run while the stranded messages wait out their visibility timeout.
+(b) Two private ``redis-server`` instances, the cache and the broker, as deployed. The cache is
+    flushed (FLUSHALL) under a running worker, then killed (-9) and restarted empty: while it is down
+    the reader computes live and the webhook answers 503; afterwards a miss is computed live and
+    written back, edits sent after the restart are applied, and ``graphrag rebuild --all --queue``
+    restores every snapshot (the documented recovery, ops/runbook.md). The broker is killed and
+    restarted empty too: edits sent afterwards are applied (a worker that exits on the lost
+    connection is started again, as the deployment's restart policy does).
+(c) MariaDB behind a TCP proxy that is cut (every connection closed, new ones refused) and restored:
+    meanwhile the reader serves the snapshots it has, even stale, and answers a miss with
+    ``Unavailable`` / HTTP 503; the worker's event, drain and nightly tasks retry and succeed after the
+    restore; nothing is left dirty and no snapshot is stale.
+(d) Redis down: the reader computes live; Redis and MariaDB down: ``Unavailable`` / 503.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+import redis
+from fastapi.testclient import TestClient
+from sqlalchemy.engine import Engine
+
+from storage.context import ContextService, open_engine
+from storage.dirty import DirtySet
+from storage.progress import RebuildProgress
+from storage.reader import SnapshotReader, Unavailable
+from storage.snapshots import SnapshotStore
+from storage.sql import NoteStore
+from tests.conftest import mariadb_database, mysql_base_url, url_string
+from tests.e2e.conftest import Workers, wait_until, worker_env
+from tests.reliability.harness import (
+    SECRET,
+    TOKEN,
+    Broker,
+    Doughnut,
+    RedisServer,
+    Stack,
+    Stranded,
+    TcpProxy,
+    background,
+    check_snapshots,
+    content_problems,
+    generated_rows,
+    load_notes,
+    post_events,
+    running_stack,
+    settings_from,
+    settle,
+    unfinished_tasks,
+)
+from tests.reliability.support import cli_env, figure, graphrag, sized
+from worker.celery_app import create_celery
+from worker.compose import (
+    build_reader,
+    build_redis,
+    build_service,
+    build_snapshot_store,
+    rebuild_notes,
+)
+from worker.server import build_http_app
+from worker.settings import Settings
+
+pytestmark = [pytest.mark.mariadb, pytest.mark.redis]
+
+DRAIN_LOCK_TTL_S = 15  # tasks/runtime.py Runtime.drain_lock_ttl_ms (not a setting)
+CRASH_ENV = {"GRAPHRAG_STRATEGIES": "wavefront,layered", "GRAPHRAG_SEEDS": "0",
+             "GRAPHRAG_LAYERED_LIMITS": "2500,5000", "GRAPHRAG_TASK_TIME_LIMIT_S": "50",
+             "GRAPHRAG_VISIBILITY_TIMEOUT_S": "111"}
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+
+# -- (a) SIGKILL ------------------------------------------------------------------------------------
+@dataclass
+class KillLog:
+    kills: int = 0
+    mid_drain: int = 0
+    in_flight: Counter[str] = field(default_factory=Counter)
+    dirty_at_kill: int = 0
+    last_kill: float = 0.0  # epoch seconds
+
+
+def _kill_once(stack: Stack, rng: random.Random, *, wait_for_drain: bool, dead: set[bytes],
+               log: KillLog) -> None:
+    """Kill the current worker's process group: mid-drain (a drain of *this* worker holds the lock,
+    i.e. a token no killed worker held) or at a random moment; then start a new worker."""
+    lock_key = stack.store.keys.flag("lock:drain")
+
+    def live_drain() -> bool:
+        token = stack.store.redis.get(lock_key)
+        return token is not None and token not in dead and stack.dirty.size() > 0
+
+    worker = stack.workers.current
+    if wait_for_drain:
+        deadline = time.monotonic() + DRAIN_LOCK_TTL_S + 10
+        while not live_drain() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(rng.uniform(0, 0.3))  # somewhere inside the batch
+    else:
+        time.sleep(rng.uniform(0.2, 2.5))
+    token = stack.store.redis.get(lock_key)
+    dirty = stack.dirty.size()
+    worker.kill()
+    log.last_kill = time.time()
+    log.kills += 1
+    log.dirty_at_kill += dirty
+    log.in_flight.update(unfinished_tasks(worker.log()))
+    if token is not None and token not in dead:
+        log.mid_drain += 1
+        dead.add(token)
+    stack.workers.start()
+
+
+@dataclass
+class SigkillRun:
+    """The kill phase's outcome, kept (with its stack running) until the module ends."""
+
+    stack: Stack
+    log: KillLog
+    sent: Counter[str]
+    ops: dict[str, int]
+    stranded: list[Stranded]  # taken by killed workers, not acknowledged, at the end of the kills
+    kill_s: float
+    errors: list[BaseException]
+
+
+@pytest.fixture(scope="module")
+def sigkill_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SigkillRun]:
+    """Kill the worker's process group ``kills`` times during a stream of signed edits, every
+    other kill while a drain of the running worker holds its lock, and restart it each time."""
+    kills = sized(ci=5, full=50)
+    rng = random.Random(7_000 + kills)
+    rows = generated_rows(sized(ci=150, full=250), rng)
+    with running_stack(tmp_path_factory.mktemp("sigkill"), rows, CRASH_ENV, workers=1) as stack:
+        doughnut = Doughnut(stack.engine, rows, random.Random(11))
+        sent: Counter[str] = Counter()
+
+        def edit(stop: threading.Event) -> None:
+            pace = random.Random(13)
+            while not stop.is_set():
+                events = [doughnut.edit() for _ in range(pace.choice((1, 1, 1, 2, 3)))]
+                assert post_events(stack.http, events) == 202
+                sent["events"] += len(events)
+                sent["webhooks"] += 1
+                time.sleep(pace.uniform(0.01, 0.06))
+
+        log, dead = KillLog(), set[bytes]()
+        started = time.perf_counter()
+        with background(edit, name="editor") as errors:
+            for k in range(kills):
+                _kill_once(stack, rng, wait_for_drain=k % 2 == 0, dead=dead, log=log)
+            time.sleep(1.0)  # the stream goes on into the last worker's life
+        stranded = [m for m in stack.broker.unacked() if m.delivered_at <= log.last_kill]
+        yield SigkillRun(stack, log, sent, dict(doughnut.ops), stranded,
+                         time.perf_counter() - started, errors)
+
+
+def test_sigkill_the_worker_repeatedly_during_a_stream_of_edits(sigkill_run: SigkillRun) -> None:
+    """The kills happened as planned; what they left is checked by the last test of this module,
+    once the messages they stranded became visible again (the tests between use that time)."""
+    run, kills = sigkill_run, sized(ci=5, full=50)
+    assert run.errors == [], f"the edit stream failed: {run.errors[0]!r}"
+    summary = {
+        "kills": run.log.kills, "kills mid-drain": run.log.mid_drain,
+        "tasks in flight at the kills (received, not finished)": dict(run.log.in_flight),
+        "dirty notes at the kills (sum)": run.log.dirty_at_kill, "events": run.sent["events"],
+        "webhooks": run.sent["webhooks"], "edits": run.ops,
+        "stranded (unacknowledged by killed workers)": dict(_by_task(run.stranded)),
+        "kill phase seconds": round(run.kill_s),
+    }
+    print("\nsigkill:", summary)
+    figure("sigkill: kills / mid-drain / events",
+           f"{run.log.kills} / {run.log.mid_drain} / {run.sent['events']} "
+           f"({run.sent['webhooks']} webhooks)")
+    figure("sigkill: tasks in flight at the kills", dict(run.log.in_flight))
+    figure("sigkill: messages stranded by the killed workers", dict(_by_task(run.stranded)))
+    assert run.log.kills == kills
+    assert run.log.mid_drain >= max(1, kills // 4), f"too few kills landed mid-drain: {summary}"
+
+
+def _by_task(messages: list[Stranded]) -> Counter[str]:
+    return Counter(m.task.removeprefix("graphrag.") for m in messages)
+
+
+def _recover(run: SigkillRun) -> float:
+    """Wait out the visibility timeout of what the killed workers stranded (if a periodic sweep
+    has not returned it yet), then start one more worker: kombu returns expired unacknowledged
+    messages at a worker's start. Returns the seconds waited."""
+    stack = run.stack
+    left = [m for m in stack.broker.unacked() if m.delivered_at <= run.log.last_kill]
+    if not left:
+        return 0.0
+    visible_at = max(m.delivered_at for m in left) + stack.settings.visibility_timeout_s + 1
+    waited = max(0.0, visible_at - time.time())
+    time.sleep(waited)
+    stack.workers.start()
+    return waited
+
+
+# -- a private Redis, MariaDB behind a proxy ---------------------------------------------------------
+@dataclass
+class Outage:
+    """MariaDB (direct ``engine`` for Doughnut's edits, ``proxy`` for the service), two private
+    redis-servers (the cache and the broker, as deployed), settings, and workers on demand."""
+
+    folder: Path
+    engine: Engine
+    proxy: TcpProxy
+    cache: RedisServer  # snapshots (db 0), as `redis-cache` in docker-compose.yml
+    broker_server: RedisServer  # the Celery broker (db 0), as `redis-broker`
+    env: dict[str, str]
+    settings: Settings
+    service: ContextService
+    store: SnapshotStore
+    workers: Workers
+    rows: list[dict[str, Any]]
+
+    @property
+    def dirty(self) -> DirtySet:
+        return DirtySet(self.store.redis, self.store.keys)
+
+    def broker(self) -> Broker:
+        return Broker(redis.Redis.from_url(self.broker_server.url(0), socket_timeout=5))
+
+    def reader(self, **overrides: str) -> SnapshotReader:
+        """A reader of its own (settings plus ``overrides``, e.g. a 1 s soft TTL)."""
+        settings = settings_from({**self.env, **overrides})
+        return build_reader(settings, self.service, build_snapshot_store(settings, self.store.redis))
+
+    def http(self, **overrides: str) -> TestClient:
+        return TestClient(build_http_app(settings_from({**self.env, **overrides})),
+                          raise_server_exceptions=False)
+
+    def rebuild_all(self) -> None:
+        ids = NoteStore(self.engine).live_ids_after(0, 10**6)
+        report = rebuild_notes(self.settings, self.service, self.store, ids)
+        assert report.errors == {}, report.summary()
+
+    def check(self) -> None:
+        report = check_snapshots(self.engine, self.store, self.settings, self.service)
+        assert report.bad == 0, report.summary()
+
+    def quiet(self, timeout_s: float) -> None:
+        broker = self.broker()
+        try:
+            settle(self.store, self.dirty, broker, timeout_s=timeout_s,
+                   details=lambda: self.workers.current.tail(40) if self.workers.started else "")
+        finally:
+            broker.redis.close()
+
+
+@pytest.fixture
+def outage(tmp_path: Path) -> Iterator[Outage]:
+    rows = generated_rows(80, random.Random(5))
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "broker").mkdir()
+    cache = RedisServer(tmp_path / "cache").start()
+    broker_server = RedisServer(tmp_path / "broker").start()
+    base = mysql_base_url()
+    proxy = TcpProxy((base.host or "127.0.0.1", base.port or 3306)).start()
+    workers: Workers | None = None
+    service: ContextService | None = None
+    try:
+        with mariadb_database() as url:
+            engine = open_engine(url_string(url))
+            NoteStore(engine).create_table()
+            NoteStore(engine).insert(rows)
+            proxied = url_string(url.set(host="127.0.0.1", port=proxy.port))
+            env = {"GRAPHRAG_DATABASE_URL": proxied, "GRAPHRAG_REDIS_URL": cache.url(0),
+                   "CELERY_BROKER_URL": broker_server.url(0),
+                   "GRAPHRAG_REDIS_PREFIX": f"graphrag-reliability:{uuid.uuid4().hex}:v1",
+                   "GRAPHRAG_WEBHOOK_SECRET": SECRET, "GRAPHRAG_READER_TOKEN": TOKEN,
+                   "GRAPHRAG_STRATEGIES": "wavefront,layered", "GRAPHRAG_SEEDS": "0"}
+            settings = settings_from(env)
+            service = build_service(settings)
+            store = build_snapshot_store(settings, build_redis(settings))
+            workers = Workers(worker_env(env), tmp_path)
+            try:
+                yield Outage(tmp_path, engine, proxy, cache, broker_server, env, settings, service,
+                             store, workers, rows)
+            finally:
+                workers.stop_all()
+                service.store.engine.dispose()
+                engine.dispose()
+    finally:
+        proxy.close()
+        cache.stop()
+        broker_server.stop()
+
+
+def _title_event(engine: Engine, note_id: int, title: str) -> list[dict[str, Any]]:
+    with engine.begin() as conn:
+        conn.exec_driver_sql("UPDATE note SET topic_constructor = %s WHERE id = %s", (title, note_id))
+    return [{"type": "note.updated", "noteId": note_id, "occurredAt": "2026-11-21T10:00:00Z"}]
+
+
+def _shows(store: SnapshotStore, note_id: int, needle: str) -> bool:
+    raw = store.read(note_id, "wavefront", 0)
+    return raw is not None and orjson.dumps(needle) in raw
+
+
+def _valid_live(outage: Outage, note_id: int, body: bytes) -> None:
+    problems = content_problems(load_notes(outage.engine), note_id, body)
+    assert problems == [], problems
+
+
+# -- (b) Redis killed, restarted empty ---------------------------------------------------------------
+def _post_until_accepted(http: TestClient, events: list[dict[str, Any]], details: Any) -> int:
+    """POST as a sender that retries on 503 does (a new delivery each time); the 503s seen."""
+    statuses: list[int] = []
+
+    def accepted() -> bool:
+        statuses.append(post_events(http, events))
+        return statuses[-1] == 202
+
+    wait_until(accepted, timeout_s=60, what="the webhook accepts the delivery",
+               details=lambda: f"statuses {statuses}\n{details()}", interval_s=0.5)
+    return len(statuses) - 1
+
+
+def _full_rebuild_through_the_workers(outage: Outage) -> None:
+    """``graphrag rebuild --all --queue`` (the documented recovery), followed to its end."""
+    proc = graphrag("rebuild", "--all", "--queue", env=cli_env(**outage.env))
+    assert proc.returncode == 0, proc.stderr.decode()
+    progress = RebuildProgress(outage.store.redis, outage.store.keys)
+    wait_until(lambda: progress.status().get("finishedAt"), timeout_s=120,
+               what="the queued full rebuild finishes", details=lambda: outage.workers.current.tail(60))
+    outage.quiet(timeout_s=60)
+    status = graphrag("rebuild", "--status", env=cli_env(**outage.env))
+    assert b"nightly: finished" in status.stdout, status.stdout + status.stderr
+
+
+def _snapshot_count(store: SnapshotStore) -> int:
+    return sum(1 for _ in store.redis.scan_iter(match=f"{store.keys.prefix}:snap:*", count=1000))
+
+
+def test_cache_redis_flushed_then_killed_and_restarted_empty_then_recovered_by_a_full_rebuild(
+    outage: Outage,
+) -> None:
+    outage.rebuild_all()
+    worker = outage.workers.start()
+    reader = outage.reader()
+    assert reader.get(10).source == "cache"
+    with outage.http() as http:
+        # FLUSHALL under a running worker: misses are computed live and written back, edits apply
+        outage.store.redis.flushall()
+        assert reader.get(10).source == "live"
+        assert reader.get(10).source == "cache"
+        flushed = _title_event(outage.engine, 16, "Renamed after the FLUSHALL")
+        assert post_events(http, flushed) == 202
+        wait_until(lambda: _shows(outage.store, 16, "Renamed after the FLUSHALL"), timeout_s=30,
+                   what="an edit after the FLUSHALL is applied", details=worker.tail)
+
+        outage.cache.kill9()
+        # down: the reader computes live, the webhook asks the sender to retry (no replay guard)
+        served = reader.get(10)
+        assert served.source == "live"
+        _valid_live(outage, 10, served.body)
+        response = http.get("/notes/11/graph", headers=AUTH)
+        assert response.status_code == 200 and response.headers["X-Graphrag-Source"] == "live"
+        health = http.get("/healthz")
+        assert health.status_code == 200 and health.json()["database"] == "ok", health.json()
+        assert health.json()["redis"] != "ok"
+        during = _title_event(outage.engine, 12, "Renamed while the cache was down")
+        assert post_events(http, during) == 503
+
+        outage.cache.start()  # no persistence: it comes back empty, i.e. flushed
+        assert _snapshot_count(outage.store) == 0
+        assert reader.get(10).source == "live"  # a miss: computed live and written back
+        assert reader.get(10).source == "cache"
+        # the sender's retry of the refused delivery, and an edit made after the restart
+        after = _title_event(outage.engine, 14, "Renamed after the restart")
+        for events in (during, after):
+            _post_until_accepted(http, events, worker.tail)
+        wait_until(lambda: _shows(outage.store, 12, "Renamed while the cache was down")
+                   and _shows(outage.store, 14, "Renamed after the restart"), timeout_s=60,
+                   what="the worker applies the edits sent after the restart",
+                   details=lambda: worker.tail(60))
+        outage.quiet(timeout_s=60)
+        partial = _snapshot_count(outage.store)
+        _full_rebuild_through_the_workers(outage)
+        outage.check()
+        figure("cache restart: snapshots after the restart / after `rebuild --all --queue`",
+               f"{partial} / {_snapshot_count(outage.store)}")
+        assert reader.get(20).source == "cache"
+        assert worker.proc is not None and worker.proc.poll() is None, "the worker died"
+
+
+def test_broker_redis_killed_and_restarted_empty(outage: Outage) -> None:
+    """The broker loses queued and unacknowledged tasks (ops/runbook.md); the dirty set, in the
+    cache, survives. A worker that exits is started again, as the deployment's restart policy does."""
+    outage.rebuild_all()
+    worker = outage.workers.start()
+    with outage.http() as http:
+        before = _title_event(outage.engine, 50, "Renamed before the broker restart")
+        assert post_events(http, before) == 202
+        wait_until(lambda: _shows(outage.store, 50, "Renamed before the broker restart"),
+                   timeout_s=30, what="the first edit is applied", details=worker.tail)
+        outage.broker_server.kill9()
+        during = _title_event(outage.engine, 51, "Renamed while the broker was down")
+        assert post_events(http, during) == 503
+        outage.broker_server.start()
+        time.sleep(2)
+        restarted = 0
+        if worker.proc is not None and worker.proc.poll() is not None:
+            restarted += 1  # what `restart: unless-stopped` does
+            worker = outage.workers.start()
+        after = _title_event(outage.engine, 52, "Renamed after the broker restart")
+        refused = sum(_post_until_accepted(http, events, worker.tail) for events in (during, after))
+        wait_until(lambda: _shows(outage.store, 51, "Renamed while the broker was down")
+                   and _shows(outage.store, 52, "Renamed after the broker restart"), timeout_s=60,
+                   what="edits sent after the broker restart are applied",
+                   details=lambda: worker.tail(60))
+        outage.quiet(timeout_s=60)
+        broker = outage.broker()
+        assert broker.undeliverable() == 0, "a message was published while no queue was bound"
+        broker.redis.close()
+        _full_rebuild_through_the_workers(outage)
+        outage.check()
+        figure("broker restart: worker restarts needed / deliveries refused (503) after it",
+               f"{restarted} / {refused}")
+
+
+# -- (c) MySQL connections cut and restored ------------------------------------------------------------
+def _retries(log: str, task: str) -> int:
+    return len(re.findall(rf"Task graphrag\.{task}\[[^\]]+\] retry", log))
+
+
+def test_mysql_connections_cut_and_restored(outage: Outage) -> None:
+    outage.rebuild_all()
+    # a 3 s debounce: a drain scheduled by an event processed before the cut runs during the cut
+    outage.env["GRAPHRAG_DEBOUNCE_MS"] = "3000"
+    outage.workers.env = worker_env(outage.env)
+    worker = outage.workers.start()
+    dirty = outage.dirty
+    stale_reader = outage.reader(GRAPHRAG_SOFT_TTL_S="1")
+    with outage.http(GRAPHRAG_SOFT_TTL_S="1") as http:
+        before = worker.count(r"graphrag\.process_events\[[^\]]+\] succeeded")
+        assert post_events(http, _title_event(outage.engine, 30, "Edited before the cut")) == 202
+        wait_until(lambda: worker.count(r"graphrag\.process_events\[[^\]]+\] succeeded") > before
+                   and dirty.size() > 0, timeout_s=10, what="the first event is processed",
+                   details=worker.tail)
+        outage.proxy.cut()
+        cut_at = time.monotonic()
+        # during the cut: Doughnut still commits (directly) and posts; a nightly starts
+        assert post_events(http, _title_event(outage.engine, 31, "Edited during the cut")) == 202
+        create_celery(outage.settings).send_task("graphrag.nightly_dispatch", queue="bulk")
+        time.sleep(1.1)  # every snapshot is now past the 1 s soft TTL
+        served = stale_reader.get(32)
+        assert served.source == "stale"
+        assert served.body == outage.store.read(32, "wavefront", 0).split(b',"result":', 1)[1][:-1]
+        response = http.get("/notes/33/graph", headers=AUTH)
+        assert response.status_code == 200 and response.headers["X-Graphrag-Source"] == "stale"
+        for variant in outage.store.redis.scan_iter(match="*:snap:{34}:*"):
+            outage.store.redis.delete(variant)
+        with pytest.raises(Unavailable):
+            stale_reader.get(34)
+        response = http.get("/notes/34/graph", headers=AUTH)
+        assert response.status_code == 503 and "error" in response.json(), response.text
+        health = http.get("/healthz")
+        assert health.status_code == 200 and health.json()["database"] != "ok", health.json()
+        wait_until(lambda: all(_retries(worker.log(), t) for t in
+                               ("process_events", "drain", "nightly_dispatch")),
+                   timeout_s=20, what="the event, drain and nightly tasks fail and retry",
+                   details=lambda: worker.tail(80))
+        cut_s = time.monotonic() - cut_at
+        outage.proxy.restore()
+
+    progress = RebuildProgress(outage.store.redis, outage.store.keys)
+    wait_until(lambda: progress.status().get("finishedAt"), timeout_s=120,
+               what="the nightly started during the cut finishes", details=lambda: worker.tail(60))
+    outage.quiet(timeout_s=120)
+    log = worker.log()
+    retries = {t: _retries(log, t) for t in ("process_events", "drain", "nightly_dispatch",
+                                             "rebuild_batch")}
+    figure("mysql cut: seconds cut / retries by task", f"{cut_s:.1f} / {retries}")
+    assert _shows(outage.store, 30, "Edited before the cut")
+    assert _shows(outage.store, 31, "Edited during the cut")
+    assert dirty.size() == 0
+    outage.check()
+    assert outage.reader().get(34).source == "cache"
+
+
+# -- (d) the reader with Redis down, and with both down ------------------------------------------------
+def test_reader_with_redis_down_and_with_redis_and_mysql_down(outage: Outage) -> None:
+    outage.rebuild_all()
+    reader = outage.reader()
+    assert reader.get(40).source == "cache"
+    with outage.http() as http:
+        outage.cache.kill9()
+        served = reader.get(40)
+        assert served.source == "live"
+        _valid_live(outage, 40, served.body)
+        response = http.get("/api/notes/41/graph?tokenLimit=1000", headers=AUTH)
+        assert response.status_code == 200 and response.headers["X-Graphrag-Source"] == "live"
+
+        outage.proxy.cut()
+        with pytest.raises(Unavailable):
+            reader.get(40)
+        response = http.get("/notes/41/graph", headers=AUTH)
+        assert response.status_code == 503 and "error" in response.json(), response.text
+        health = http.get("/healthz")
+        assert health.status_code == 503 and health.json()["status"] == "unavailable"
+
+        outage.proxy.restore()
+        assert reader.get(40).source == "live"
+        outage.cache.start()
+        assert reader.get(40).source == "live"  # a miss on the empty Redis, written back
+        assert reader.get(40).source == "cache"
+        assert http.get("/notes/41/graph", headers=AUTH).status_code == 200
+
+
+# -- (a), continued: after the kills -----------------------------------------------------------------
+def test_after_the_sigkills_nothing_is_dirty_lost_or_stale(sigkill_run: SigkillRun) -> None:
+    run, stack = sigkill_run, sigkill_run.stack
+    waited = _recover(run)
+    settle_s = stack.settle(timeout_s=DRAIN_LOCK_TTL_S + sized(ci=120, full=240))
+    report = stack.check()
+    summary = {"stranded messages redelivered": dict(_by_task(run.stranded)),
+               "seconds waited for them here": round(waited), "quiescence seconds": round(settle_s),
+               "snapshots checked": report.checked, "stale": len(report.stale),
+               "missing": len(report.missing)}
+    print("\nafter the sigkills:", summary)
+    figure("sigkill: snapshots checked / stale / missing (lost rebuilds)",
+           f"{report.checked} / {len(report.stale)} / {len(report.missing)}")
+    figure("sigkill: seconds (kill phase, waiting for stranded messages after the other tests, "
+           "quiescence)", f"{run.kill_s:.0f}, {waited:.0f}, {settle_s:.0f}")
+    assert stack.dirty.size() == 0
+    assert stack.broker.backlog() == 0 and stack.broker.undeliverable() == 0
+    assert report.bad == 0, report.summary()
