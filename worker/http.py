@@ -21,6 +21,8 @@ from fastapi import Request as HttpRequest
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from graphrag import DatabaseUnavailable, GraphRagError, InvalidParameter, NoteNotFound
 from storage.reader import SnapshotReader, Unavailable
@@ -120,7 +122,32 @@ def create_app(
         return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
 
     _install_error_handlers(app)
+    app.add_middleware(BearerGate, expected=expected)
     return app
+
+
+_PUBLIC_PATHS = frozenset({"/healthz", "/metrics", "/webhooks/note-events", "/openapi.json",
+                           "/docs", "/docs/oauth2-redirect", "/redoc"})
+
+
+class BearerGate:
+    """Pure ASGI: every path but the public ones needs the bearer token, even a path that matches
+    no route, so an unauthenticated client learns nothing about what exists (401 before 404)."""
+
+    def __init__(self, app: ASGIApp, *, expected: bytes) -> None:
+        self.app, self.expected = app, expected
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in _PUBLIC_PATHS:
+            await self.app(scope, receive, send)
+            return
+        given = dict(scope["headers"]).get(b"authorization", b"")
+        if hmac.compare_digest(given, self.expected):
+            await self.app(scope, receive, send)
+            return
+        response = _error(401, "missing or wrong bearer token")
+        response.headers["WWW-Authenticate"] = "Bearer"
+        await response(scope, receive, send)
 
 
 async def _bounded_body(request: HttpRequest, limit: int) -> bytes | None:
@@ -138,6 +165,11 @@ async def _bounded_body(request: HttpRequest, limit: int) -> bytes | None:
 
 
 def _install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_: HttpRequest, err: Exception) -> JSONResponse:
+        assert isinstance(err, StarletteHTTPException)
+        return _error(err.status_code, str(err.detail))
+
     @app.exception_handler(_Unauthorized)
     async def unauthorized(_: HttpRequest, __: Exception) -> JSONResponse:
         response = _error(401, "missing or wrong bearer token")

@@ -427,14 +427,25 @@ def test_broker_redis_killed_and_restarted_empty(outage: Outage) -> None:
         outage.broker_server.start()
         time.sleep(2)
         restarted = 0
-        if worker.proc is not None and worker.proc.poll() is not None:
-            restarted += 1  # what `restart: unless-stopped` does
-            worker = outage.workers.start()
+
+        def supervised() -> None:
+            """What `restart: unless-stopped` does, at any time: kombu may exit the worker on
+            the lost broker connection a while after the restart."""
+            nonlocal worker, restarted
+            if worker.proc is not None and worker.proc.poll() is not None:
+                restarted += 1
+                worker = outage.workers.start()
+
+        supervised()
         after = _title_event(outage.engine, 52, "Renamed after the broker restart")
         refused = sum(_post_until_accepted(http, events, worker.tail) for events in (during, after))
-        wait_until(lambda: _shows(outage.store, 51, "Renamed while the broker was down")
-                   and _shows(outage.store, 52, "Renamed after the broker restart"), timeout_s=60,
-                   what="edits sent after the broker restart are applied",
+
+        def applied() -> bool:
+            supervised()
+            return (_shows(outage.store, 51, "Renamed while the broker was down")
+                    and _shows(outage.store, 52, "Renamed after the broker restart"))
+
+        wait_until(applied, timeout_s=90, what="edits sent after the broker restart are applied",
                    details=lambda: worker.tail(60))
         outage.quiet(timeout_s=60)
         broker = outage.broker()

@@ -200,7 +200,11 @@ def check_any(fuzz: Fuzz, method: str, response: httpx.Response, auth: Any) -> N
         assert response.status_code == 200
     elif path == WEBHOOK and method == "POST":
         assert response.status_code in (400, 401, 413), response.text[:300]
-    elif match or path in ("/healthz", "/metrics", WEBHOOK):
+    elif path in ("/healthz", "/metrics", WEBHOOK):
+        assert response.status_code == 405, (method, path, response.status_code)
+    elif auth != AUTH:  # the bearer gate answers before routing: nothing is revealed
+        assert response.status_code == 401, (method, path, response.status_code)
+    elif match:
         assert response.status_code == 405, (method, path, response.status_code)
     else:  # 307: FastAPI redirects a trailing slash (not followed here)
         assert response.status_code in (307, 404, 405), (method, path, response.status_code)
