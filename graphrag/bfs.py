@@ -13,7 +13,7 @@ from typing import Final
 
 from graphrag.labels import label_of_path
 from graphrag.model import Need, Relation
-from graphrag.outcome import Costing, Focus, Outcome, Pick, prepare_focus, within_budget
+from graphrag.outcome import Costing, Focus, Outcome, outcome_by_labels, prepare_focus, within_budget
 from graphrag.params import BfsParams, Request
 
 __all__ = ["PRIMITIVES", "ordered_relationships", "relationship_bfs", "translate"]
@@ -157,21 +157,4 @@ class _Run:
     def select(self, token_limit: int) -> Outcome:
         picks = [p for n in self.result[1:] if (p := self.costing.pick(n, self._label(n)))]
         keep = within_budget((p.tokens for p in picks), token_limit - self.focus.tokens)
-        return _outcome(self.focus, tuple(picks[:keep]), self.view.live)
-
-
-def _outcome(focus: Focus, picks: tuple[Pick, ...], live: Callable[[int], object]) -> Outcome:
-    def having(label: Relation) -> list[int]:
-        return [p.note_id for p in picks if p.relation is label]
-
-    def in_sibling_order(ids: list[int]) -> tuple[int, ...]:
-        return tuple(sorted(ids, key=lambda i: getattr(live(i), "order_key", (0, i))))
-
-    return Outcome(
-        focus,
-        picks,
-        children=tuple(having(Relation.CHILD)),
-        prior_siblings=in_sibling_order(having(Relation.PRIOR_SIBLING)),
-        younger_siblings=in_sibling_order(having(Relation.YOUNGER_SIBLING)),
-        inbound_references=tuple(having(Relation.INBOUND_REFERENCE)),
-    )
+        return outcome_by_labels(self.focus, tuple(picks[:keep]), self.view)

@@ -15,7 +15,7 @@ from collections.abc import Callable, Generator, Sequence
 
 from graphrag.model import Need, Relation
 from graphrag.model import Relation as R
-from graphrag.outcome import Costing, Focus, Outcome, Pick, prepare_focus
+from graphrag.outcome import Costing, Focus, Outcome, Pick, in_sibling_order, prepare_focus
 from graphrag.params import LayeredParams, Request
 from graphrag.view import MissingData
 
@@ -229,17 +229,13 @@ class _Run:
         return True
 
     def _outcome(self) -> Outcome:
-        def in_sibling_order(ids: list[int]) -> tuple[int, ...]:
-            keys = {i: sk.order_key for i in ids if (sk := self.view.live(i)) is not None}
-            return tuple(sorted(keys, key=keys.__getitem__))
-
         children, prior, younger, inbound = self.lists
         return Outcome(
             self.focus,
             tuple(self.accepted.values()),
             children=tuple(children),
-            prior_siblings=in_sibling_order(prior),
-            younger_siblings=in_sibling_order(younger),
+            prior_siblings=in_sibling_order(self.view, prior),
+            younger_siblings=in_sibling_order(self.view, younger),
             inbound_references=tuple(inbound),
         )
 

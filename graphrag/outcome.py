@@ -7,17 +7,26 @@ related note, assembling the GraphRAGResult bytes, and slicing a result to a sma
 from __future__ import annotations
 
 from collections.abc import Generator, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from graphrag.errors import NoteNotFound
 from graphrag.model import Need, Relation, Row, Skeleton
 from graphrag.rand import u
-from graphrag.render import bare_note, dumps, focus_note, uri
+from graphrag.render import bare_note, dumps, focus_note
 from graphrag.tokens import TokenCounter
 from graphrag.view import GraphView
 
-__all__ = ["Costing", "Focus", "Outcome", "Pick", "prepare_focus", "slice_result"]
+__all__ = [
+    "Costing",
+    "Focus",
+    "Outcome",
+    "Pick",
+    "in_sibling_order",
+    "outcome_by_labels",
+    "prepare_focus",
+    "slice_result",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +100,6 @@ class Outcome:
     prior_siblings: tuple[int, ...] = ()
     younger_siblings: tuple[int, ...] = ()
     inbound_references: tuple[int, ...] = ()
-    extra_refs: frozenset[int] = field(default_factory=frozenset)
 
     def focus_json(self) -> dict[str, Any]:
         return focus_note(
@@ -151,5 +159,24 @@ def slice_result(
     return {"focusNote": focus, "relatedNotes": related}
 
 
-def uris(ids: Iterable[int]) -> list[str]:
-    return [uri(i) for i in ids]
+def in_sibling_order(view: GraphView, ids: Iterable[int]) -> tuple[int, ...]:
+    """Live ``ids`` in Doughnut's sibling order (sibling_order, id)."""
+    keys = {i: sk.order_key for i in ids if (sk := view.live(i)) is not None}
+    return tuple(sorted(keys, key=keys.__getitem__))
+
+
+def outcome_by_labels(focus: Focus, picks: tuple[Pick, ...], view: GraphView) -> Outcome:
+    """The outcome of prefix-selecting strategies: focus lists hold the picks labelled Child and
+    InboundReference (relatedNotes order) and Prior/YoungerSibling (sibling order)."""
+
+    def having(label: Relation) -> list[int]:
+        return [p.note_id for p in picks if p.relation is label]
+
+    return Outcome(
+        focus,
+        picks,
+        children=tuple(having(Relation.CHILD)),
+        prior_siblings=in_sibling_order(view, having(Relation.PRIOR_SIBLING)),
+        younger_siblings=in_sibling_order(view, having(Relation.YOUNGER_SIBLING)),
+        inbound_references=tuple(having(Relation.INBOUND_REFERENCE)),
+    )

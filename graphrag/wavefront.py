@@ -14,7 +14,15 @@ from collections.abc import Generator, Sequence
 
 from graphrag.labels import WEIGHTS, label_of_path, priority
 from graphrag.model import Need, Relation
-from graphrag.outcome import Costing, Focus, Outcome, Pick, prepare_focus, within_budget
+from graphrag.outcome import (
+    Costing,
+    Focus,
+    Outcome,
+    Pick,
+    outcome_by_labels,
+    prepare_focus,
+    within_budget,
+)
 from graphrag.params import Request, WavefrontParams
 from graphrag.rand import u
 
@@ -182,21 +190,4 @@ class _Run:
         ranked.sort(key=lambda item: (item[0], item[1]))
         picks = [pick for _, _, pick in ranked]
         keep = within_budget((p.tokens for p in picks), self.req.token_limit - self.focus.tokens)
-        return self._outcome(tuple(picks[:keep]))
-
-    def _outcome(self, picks: tuple[Pick, ...]) -> Outcome:
-        def having(label: Relation) -> list[int]:
-            return [p.note_id for p in picks if p.relation is label]
-
-        def in_sibling_order(ids: list[int]) -> tuple[int, ...]:
-            keys = {i: sk.order_key for i in ids if (sk := self.view.live(i)) is not None}
-            return tuple(sorted(keys, key=keys.__getitem__))
-
-        return Outcome(
-            self.focus,
-            picks,
-            children=tuple(having(Relation.CHILD)),
-            prior_siblings=in_sibling_order(having(Relation.PRIOR_SIBLING)),
-            younger_siblings=in_sibling_order(having(Relation.YOUNGER_SIBLING)),
-            inbound_references=tuple(having(Relation.INBOUND_REFERENCE)),
-        )
+        return outcome_by_labels(self.focus, tuple(picks[:keep]), self.view)
