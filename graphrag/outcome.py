@@ -56,6 +56,7 @@ class Costing:
         self.truncate_bytes = truncate_bytes
         self._memo: dict[tuple[int, Relation], Pick | None] = {}
         self._orders: dict[tuple[int, str, int], tuple[int, ...]] = {}
+        self._positions: dict[int, dict[int, int]] = {}
 
     def pick(self, note_id: int, relation: Relation) -> Pick | None:
         """The rendered note, or None when it turned out absent or deleted (raises MissingData)."""
@@ -70,6 +71,12 @@ class Costing:
         if key not in self._orders:
             self._orders[key] = tuple(sorted(ids, key=lambda i: u(seed, purpose, i)))
         return self._orders[key]
+
+    def positions(self, owner: int, ids: Sequence[int]) -> dict[int, int]:
+        """id -> index in ``ids`` (the owner's loaded list), memoised per owner."""
+        if owner not in self._positions:
+            self._positions[owner] = {note_id: i for i, note_id in enumerate(ids)}
+        return self._positions[owner]
 
     def _render(self, note_id: int, relation: Relation) -> Pick | None:
         row = self.view.row(note_id)

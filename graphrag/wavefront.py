@@ -120,7 +120,7 @@ class _Run:
         kids = self.view.children(parent)
         if room <= 0 or not kids:
             return
-        picked = [i for i, kid in enumerate(kids) if kid in self.wave]
+        picked = self._pooled_positions(parent, kids)
         if picked:
             chosen = self._nearest_children(kids, picked, room)
         else:
@@ -131,6 +131,13 @@ class _Run:
             if not self._add(kid, depth, self.path[parent] + "C"):
                 return
             self.children_drawn[parent] += 1
+
+    def _pooled_positions(self, parent: int, kids: Sequence[int]) -> list[int]:
+        """Ascending indexes in ``kids`` of pooled notes; a monster parent is not scanned."""
+        if len(kids) <= len(self.wave):
+            return [i for i, kid in enumerate(kids) if kid in self.wave]
+        at = self.costing.positions(parent, kids)
+        return sorted(at[n] for n in self.wave if n in at)
 
     def _nearest_children(self, kids: Sequence[int], picked: list[int], room: int) -> list[int]:
         """Up to ``room`` unpooled children nearest to a picked index (ties by ``u``), found level

@@ -357,7 +357,8 @@ def baseline_rebuild(bench: Bench, graph: Graph, ids: Sequence[int], strategy: s
     mark = graph.sql.mark()
     report = rebuild(lazy, store, ids, strategies=settings.strategies, seeds=settings.seeds,
                      max_token_limit=settings.max_token_limit,
-                     layered_limits=settings.layered_limits, now_ms=wall_ms(), batch_size=1)
+                     layered_limits=settings.layered_limits, now_ms=wall_ms(), batch_size=1,
+                     epoch_size=1)
     return _figures(report, graph.sql.since(mark), len(ids))
 
 

@@ -61,9 +61,17 @@ class ContextService:
     def __init__(self, store: NoteStore, counter: TokenCounter, params: StrategyParams) -> None:
         self.store, self.counter, self.params = store, counter, params
 
-    def compute_many(self, requests: Sequence[Request], strategy: str) -> Computed:
-        view = GraphView()
-        costing = Costing(view, self.counter, self.params.details_truncate_bytes)
+    def costing(self) -> Costing:
+        """A fresh view and costing memo; pass it to several :meth:`compute_many` calls to share
+        what one batch loaded with the next (their data is as old as the first load)."""
+        return Costing(GraphView(), self.counter, self.params.details_truncate_bytes)
+
+    def compute_many(
+        self, requests: Sequence[Request], strategy: str, costing: Costing | None = None
+    ) -> Computed:
+        """Compute every request together; per-note errors are results, unavailability raises."""
+        costing = costing or self.costing()
+        view = costing.view
         jobs = {r: computation(strategy, costing, self.params, r) for r in requests}
         try:
             with self.store.engine.connect() as conn:

@@ -1,9 +1,13 @@
 """Rebuilding snapshots: compute in batches, write through the compare-and-set (DESIGN §4, §6).
 
-Order per batch of focus ids, which is what makes a slow rebuild harmless:
+Focus ids are taken in *epochs* of up to ``epoch_size`` (default 1,000), each computed in batches of
+``batch_size`` (default 100) that share one loaded view: what a batch read (a monster parent's
+children, a hub's referrers, rows and their token costs) serves the epoch's later batches without
+another query. Order per epoch, which is what makes a slow rebuild harmless:
 
-1. read the focus notes' generation counters and the global edit ``seq`` (before any SQL);
-2. compute every configured (strategy, seed[, tokenLimit]) variant through
+1. read the epoch's generation counters and the global edit ``seq`` (before any SQL of the epoch,
+   so every row any of its batches uses was read after them);
+2. per batch, compute every configured (strategy, seed[, tokenLimit]) variant through
    :meth:`ContextService.compute_many` (one set of IN queries per round for the whole batch);
 3. CAS-write the envelopes with the generations read in step 1 (an event that bumped a counter
    meanwhile makes the write refused: that focus is rebuilt by the event's own rebuild);
@@ -18,13 +22,22 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from graphrag import GraphRagError, GraphView, NoteNotFound, Outcome, Request, config_hash
+from graphrag import (
+    Costing,
+    GraphRagError,
+    GraphView,
+    NoteNotFound,
+    Outcome,
+    Request,
+    config_hash,
+)
 from storage.context import ContextService
 from storage.snapshots import PER_LIMIT_STRATEGIES, Envelope, SnapshotStore
 
-__all__ = ["BATCH_SIZE", "RebuildReport", "rebuild"]
+__all__ = ["BATCH_SIZE", "EPOCH_SIZE", "RebuildReport", "rebuild"]
 
 BATCH_SIZE = 100
+EPOCH_SIZE = 1000
 
 
 @dataclass(frozen=True)
@@ -84,9 +97,11 @@ def rebuild(
     service: ContextService, store: SnapshotStore, note_ids: Iterable[int], *,
     strategies: Sequence[str], seeds: Sequence[int], max_token_limit: int,
     layered_limits: Sequence[int] = (2500, 5000), now_ms: int, batch_size: int = BATCH_SIZE,
-    progress: Callable[[int], None] | None = None,
+    epoch_size: int = EPOCH_SIZE, progress: Callable[[int], None] | None = None,
 ) -> RebuildReport:
     """Compute and CAS-write every configured snapshot of ``note_ids`` (see the module docstring).
+
+    ``epoch_size`` below ``batch_size`` is raised to it (an epoch holds whole batches).
 
     ``now_ms`` is both the recency clock of the computation and the envelopes' ``computedAt``.
     ``progress`` is called with the number of foci finished after each batch. Database and Redis
@@ -97,10 +112,8 @@ def rebuild(
     plan = _Plan(tuple(strategies), tuple(seeds), max_token_limit, tuple(layered_limits), now_ms,
                  config_hash(service.params, service.counter.name))
     tally = _Tally()
-    for batch in _batches(note_ids, batch_size):
-        _rebuild_batch(service, store, plan, batch, tally)
-        if progress is not None:
-            progress(len(batch))
+    for epoch in _batches(note_ids, max(epoch_size, batch_size)):
+        _rebuild_epoch(service, store, plan, epoch, batch_size, tally, progress)
     return RebuildReport(tally.count, tally.errors, time.perf_counter() - started, tally.rejected,
                          frozenset(tally.deleted), frozenset(tally.requeue), tally.foci)
 
@@ -116,16 +129,38 @@ def _batches(note_ids: Iterable[int], size: int) -> Iterable[list[int]]:
         yield batch
 
 
-def _rebuild_batch(
-    service: ContextService, store: SnapshotStore, plan: _Plan, batch: list[int], tally: _Tally
+def _rebuild_epoch(
+    service: ContextService, store: SnapshotStore, plan: _Plan, epoch: list[int], batch_size: int,
+    tally: _Tally, progress: Callable[[int], None] | None,
 ) -> None:
-    valid = [f for f in batch if _valid_id(f, tally)]
-    generations = store.current_generation(valid)  # before any SQL: DESIGN §4
-    seq = store.current_seq()
+    valid = [f for f in epoch if _valid_id(f, tally)]
+    epoch_start = _Start(store.current_generation(valid), store.current_seq())  # before any SQL
+    costing = service.costing()
+    for batch in _batches(valid, batch_size):
+        _rebuild_batch(service, costing, store, plan, batch, epoch_start, tally)
+        if progress is not None:
+            progress(len(batch))
+    tally.foci += len(epoch)
+    if progress is not None and len(epoch) > len(valid):
+        progress(len(epoch) - len(valid))
+
+
+@dataclass(frozen=True)
+class _Start:
+    """What an epoch read before its first SQL statement (DESIGN §4)."""
+
+    generations: dict[int, int]
+    seq: int
+
+
+def _rebuild_batch(
+    service: ContextService, costing: Costing, store: SnapshotStore, plan: _Plan,
+    batch: list[int], start: _Start, tally: _Tally,
+) -> None:
     envelopes: list[Envelope] = []
     missing: set[int] = set()
     for strategy in plan.strategies:
-        computed = service.compute_many(plan.requests(strategy, valid), strategy)
+        computed = service.compute_many(plan.requests(strategy, batch), strategy, costing)
         for request, result in computed.results.items():
             focus = request.focus_id
             if isinstance(result, NoteNotFound):
@@ -134,10 +169,9 @@ def _rebuild_batch(
                 tally.errors[focus] = str(result)
             else:
                 envelopes.append(_envelope(result, computed.view, request, strategy,
-                                           generations[focus], plan))
-    _store(store, plan, envelopes, missing, generations, tally)
-    tally.requeue |= _raced(store, envelopes, seq)
-    tally.foci += len(batch)
+                                           start.generations[focus], plan))
+    _store(store, plan, envelopes, missing, start.generations, tally)
+    tally.requeue |= _raced(store, envelopes, start.seq)
 
 
 def _valid_id(note_id: int, tally: _Tally) -> bool:

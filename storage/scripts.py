@@ -3,7 +3,7 @@
 Each script touches the keys of one note only (one hash-tag slot), so it is legal in Redis Cluster.
 """
 
-__all__ = ["BUMP_LUA", "DELETE_LUA", "DIRTY_DONE_LUA", "STAMP_LUA", "WRITE_LUA"]
+__all__ = ["BUMP_LUA", "DELETE_LUA", "DIRTY_DONE_LUA", "INDEX_LUA", "STAMP_LUA", "WRITE_LUA"]
 
 # Ids travel as space-separated decimal strings and stay strings inside Lua (no float rounding).
 WRITE_LUA = """
@@ -47,6 +47,12 @@ end
 for i = 3, #KEYS do redis.call('DEL', KEYS[i]) end
 redis.call('DEL', KEYS[2])
 return out
+"""
+
+# One reverse-index entry set: add the foci and refresh the TTL (one command instead of two).
+INDEX_LUA = """
+redis.call('SADD', KEYS[1], unpack(ARGV, 2))
+return redis.call('PEXPIRE', KEYS[1], ARGV[1])
 """
 
 BUMP_LUA = """

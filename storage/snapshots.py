@@ -29,7 +29,11 @@ Write = compare-and-set + reverse index, one round trip
        cluster-legal); either way it returns the *stale* ids: those that were in ``shows:{F}`` before or
        that step 1 just added, but that no live snapshot of F shows now (after a refusal: what step 1
        added in vain);
-    3. ``SADD dep:{X} F`` again and ``PEXPIRE`` (index TTL) for every shown X.
+    3. ``SADD dep:{X} F`` again and ``PEXPIRE`` (index TTL) for every shown X (one small script).
+
+    A batch of envelopes is one pipeline: every step 1, then every script, then every step 3, with
+    the index commands merged per shown note (``SADD dep:{X} F1 F2 ...``: a batch of neighbouring
+    foci shows many of the same notes).
 
     Only when some id went stale (a dependency was dropped, or the CAS refused) do more round trips
     follow: ``SREM dep:{X} F`` for the stale ids, then a re-read of ``shows:{F}``, then ``SADD`` back for
@@ -69,7 +73,7 @@ from redis.lock import Lock
 
 from graphrag import GraphRagError, GraphView, Outcome, Request
 from storage.keys import DEFAULT_PREFIX, Keys
-from storage.scripts import BUMP_LUA, DELETE_LUA, STAMP_LUA, WRITE_LUA
+from storage.scripts import BUMP_LUA, DELETE_LUA, INDEX_LUA, STAMP_LUA, WRITE_LUA
 
 __all__ = [
     "INDEX_TTL_MARGIN_S",
@@ -84,6 +88,10 @@ __all__ = [
 SCHEMA = 1
 #: Strategies whose smaller tokenLimits are not a prefix: one snapshot per configured limit (DESIGN §4).
 PER_LIMIT_STRATEGIES = frozenset({"layered"})
+#: Keys per MGET of edit stamps (a single Redis; on a cluster these would go per slot).
+_MGET_CHUNK = 500
+#: Foci per index-script call (Lua's unpack() takes a few thousand values at most).
+_INDEX_CHUNK = 1000
 #: How much longer than a snapshot the reverse index and generation counters live.
 INDEX_TTL_MARGIN_S = 60
 
@@ -240,6 +248,15 @@ def _ids(values: Iterable[Any]) -> set[int]:
     return {int(v) for v in values}
 
 
+def _foci_by_shown(envelopes: Iterable[Envelope]) -> dict[int, list[int]]:
+    """Shown note -> the distinct foci (in first-seen order) whose envelopes show it."""
+    out: dict[int, dict[int, None]] = {}
+    for env in envelopes:
+        for x in env.depends_on:
+            out.setdefault(x, {})[env.note_id] = None
+    return {x: list(foci) for x, foci in out.items()}
+
+
 def _id_list(ids: Iterable[int]) -> str:
     return " ".join(str(int(i)) for i in ids)
 
@@ -263,6 +280,7 @@ class SnapshotStore:
         self._delete = redis_client.register_script(DELETE_LUA)
         self._bump = redis_client.register_script(BUMP_LUA)
         self._stamp = redis_client.register_script(STAMP_LUA)
+        self._index = redis_client.register_script(INDEX_LUA)
 
     # -- reads ----------------------------------------------------------------------------------
     def read(
@@ -360,8 +378,11 @@ class SnapshotStore:
     def touched_since(self, note_ids: Iterable[int], seq: int) -> set[int]:
         """The notes whose latest edit stamp is newer than ``seq``."""
         ids = list(dict.fromkeys(note_ids))
-        replies = self._execute(lambda p: [p.get(self.keys.touched(i)) for i in ids])
-        return {i for i, v in zip(ids, replies, strict=True) if int(v or 0) > seq}
+        chunks = [ids[at : at + _MGET_CHUNK] for at in range(0, len(ids), _MGET_CHUNK)]
+        replies = self._execute(lambda p: [p.mget([self.keys.touched(i) for i in chunk])
+                                           for chunk in chunks])
+        stamps = [v for reply in replies for v in reply]
+        return {i for i, v in zip(ids, stamps, strict=True) if int(v or 0) > seq}
 
     # -- writes ---------------------------------------------------------------------------------
     # -- coordination ---------------------------------------------------------------------------
@@ -457,36 +478,37 @@ class SnapshotStore:
         return keys
 
     def _queue_writes(self, pipe: Any, envelopes: Sequence[Envelope]) -> None:
+        """Step 1 for every envelope, then every CAS script, then step 3 (module docstring).
+
+        The index commands are merged per shown note: one ``SADD dep:{X} F1 F2 ...`` covers every
+        focus of the batch that shows X. Every script still runs after its step 1 and before
+        its step 3, which is all the ordering argument needs.
+        """
+        foci_by_shown = _foci_by_shown(envelopes)
+        for x, foci in foci_by_shown.items():
+            pipe.sadd(self.keys.dep(x), *foci)
         for env in envelopes:
             focus = env.note_id
             key = self.keys.snapshot(focus, env.strategy, env.seed, env.key_token_limit)
-            for x in env.depends_on:
-                pipe.sadd(self.keys.dep(x), focus)
             pipe.evalsha(
                 self._write.sha, 3, key, self.keys.generation(focus), self.keys.shows(focus),
                 env.encode(), env.generation, self.hard_ttl_s * 1000, self.index_ttl_ms,
                 _id_list(env.depends_on),
             )
-            self._queue_index(pipe, focus, env.depends_on)
+        self._queue_index(pipe, foci_by_shown)
 
-    def _queue_index(self, pipe: Any, focus: int, shown: Iterable[int]) -> None:
-        for x in shown:
-            pipe.sadd(self.keys.dep(x), focus)
-            pipe.pexpire(self.keys.dep(x), self.index_ttl_ms)
-
-    def _queue_pairs(self, pipe: Any, pairs: Iterable[tuple[int, int]]) -> None:
-        for focus, x in pairs:
-            self._queue_index(pipe, focus, [x])
+    def _queue_index(self, pipe: Any, foci_by_shown: Mapping[int, Collection[int]]) -> None:
+        for x, foci in foci_by_shown.items():
+            members = list(foci)
+            for at in range(0, len(members), _INDEX_CHUNK):
+                pipe.evalsha(self._index.sha, 1, self.keys.dep(x), self.index_ttl_ms,
+                             *members[at : at + _INDEX_CHUNK])
 
     @staticmethod
     def _script_replies(replies: list[Any], envelopes: Sequence[Envelope]) -> list[list[Any]]:
-        """Pick the CAS script's reply of each envelope out of the pipeline's replies."""
-        out, pos = [], 0
-        for env in envelopes:
-            pos += len(env.depends_on)
-            out.append(replies[pos])
-            pos += 1 + 2 * len(env.depends_on)
-        return out
+        """Pick the CAS scripts' replies out of the pipeline's replies (they sit after step 1)."""
+        first = len(_foci_by_shown(envelopes))
+        return replies[first : first + len(envelopes)]
 
     def _unindex(self, stale: Mapping[int, Collection[int]]) -> None:
         """SREM stale (focus, id) pairs, then put back any that a concurrent write made shown again."""
@@ -497,7 +519,10 @@ class SnapshotStore:
         shown = self.shown_by(f for f, _ in pairs)
         back = [(f, x) for f, x in pairs if x in shown[f]]
         if back:
-            self._execute(lambda p: self._queue_pairs(p, back))
+            foci_by_shown: dict[int, set[int]] = {}
+            for f, x in back:
+                foci_by_shown.setdefault(x, set()).add(f)
+            self._execute(lambda p: self._queue_index(p, foci_by_shown))
 
     def _execute(self, queue: Callable[[Any], Any]) -> list[Any]:
         """Run a non-transactional pipeline built by ``queue``; load scripts and rerun on NOSCRIPT.
@@ -519,5 +544,5 @@ class SnapshotStore:
             return replies
 
     def _load_scripts(self) -> None:
-        for script in (self._write, self._delete, self._bump, self._stamp):
+        for script in (self._write, self._delete, self._bump, self._stamp, self._index):
             self.redis.script_load(script.script)

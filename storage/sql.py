@@ -9,7 +9,6 @@ to ``note`` except ``db init`` / ``db load-sample`` for demos and tests.
 
 from __future__ import annotations
 
-import calendar
 import datetime as dt
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
@@ -24,10 +23,12 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    bindparam,
     event,
     func,
     inspect,
     literal,
+    literal_column,
     select,
 )
 from sqlalchemy.dialects import mysql
@@ -94,9 +95,71 @@ def _skeleton(r: Any) -> Skeleton:
     return Skeleton(r.id, r.parent_id, r.target_note_id, int(r.sibling_order), bool(r.deleted))
 
 
+_IDS: Any = bindparam("ids", expanding=True)
+
+
+def _rows_statement() -> Any:
+    n, p, t = note.alias("n"), note.alias("p"), note.alias("t")
+    return (
+        select(
+            *_skeleton_cols(n), n.c.topic_constructor, n.c.description, n.c.created_at,
+            p.c.id.label("p_id"), p.c.topic_constructor.label("p_title"),
+            t.c.id.label("t_id"), t.c.topic_constructor.label("t_title"),
+        )
+        .outerjoin(p, (p.c.id == n.c.parent_id) & p.c.deleted_at.is_(None))
+        .outerjoin(t, (t.c.id == n.c.target_note_id) & t.c.deleted_at.is_(None))
+        .where(n.c.id.in_(_IDS))
+    )
+
+
+def _ancestors_statement() -> Any:
+    seed = (
+        select(note.c.id, note.c.parent_id, literal(0).label("hops"))
+        .where(note.c.id.in_(_IDS))
+        .cte("chain", recursive=True)
+    )
+    up = note.alias("up")
+    chain = seed.union_all(
+        select(up.c.id, up.c.parent_id, seed.c.hops + 1).where(
+            up.c.id == seed.c.parent_id, seed.c.hops < _ANCESTOR_ROUND
+        )
+    )
+    ids_in_chain = select(chain.c.id).distinct().scalar_subquery()
+    return select(*_skeleton_cols(note)).where(note.c.id.in_(ids_in_chain))
+
+
+def _list_order(by: Any) -> tuple[Any, ...]:
+    return (note.c.sibling_order, note.c.id) if by is note.c.parent_id else (note.c.id,)
+
+
+def _row_list_statement(by: Any) -> Any:
+    return (select(by, note.c.id).where(by.in_(_IDS), note.c.deleted_at.is_(None))
+            .order_by(by, *_list_order(by)))
+
+
+def _packed_list_statement(by: Any) -> Any:
+    order = ", ".join(f"note.{c.name}" for c in _list_order(by))
+    members: Any = literal_column(f"GROUP_CONCAT(note.id ORDER BY {order} SEPARATOR ',')")
+    digits = func.sum(func.length(note.c.id))
+    return (select(by, func.count(), digits, members)
+            .where(by.in_(_IDS), note.c.deleted_at.is_(None)).group_by(by))
+
+
+# Built once: SQLAlchemy caches their compiled form; only the expanding ``ids`` vary.
+_SKELETONS = select(*_skeleton_cols(note)).where(note.c.id.in_(_IDS))
+_ROWS = _rows_statement()
+_ANCESTORS = _ancestors_statement()
+_ROW_LISTS = {by.name: _row_list_statement(by) for by in (note.c.parent_id, note.c.target_note_id)}
+_PACKED_LISTS = {by.name: _packed_list_statement(by)
+                 for by in (note.c.parent_id, note.c.target_note_id)}
+
+
 def epoch_ms(moment: dt.datetime) -> int:
     """Milliseconds since the epoch of a naive UTC (or aware) datetime."""
-    return calendar.timegm(moment.utctimetuple()) * 1000 + moment.microsecond // 1000
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(dt.UTC).replace(tzinfo=None)
+    delta = moment - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
 
 
 def _chunks(ids: Iterable[int], size: int) -> Iterator[list[int]]:
@@ -105,15 +168,22 @@ def _chunks(ids: Iterable[int], size: int) -> Iterator[list[int]]:
         yield ordered[start : start + size]
 
 
-def _use_utc(dbapi_connection: Any, _record: Any) -> None:
+#: Session cap on one GROUP_CONCAT list (bytes). A list cut short by it is detected by its count
+#: and read again row by row, so it bounds memory, not correctness.
+GROUP_CONCAT_MAX_LEN = 16 * 1024 * 1024
+
+
+def _prepare_session(dbapi_connection: Any, _record: Any) -> None:
     with dbapi_connection.cursor() as cursor:
         cursor.execute("SET time_zone = '+00:00'")
+        cursor.execute(f"SET SESSION group_concat_max_len = {GROUP_CONCAT_MAX_LEN}")
 
 
 def prepare_engine(engine: Engine) -> Engine:
-    """Make MySQL/MariaDB sessions read TIMESTAMPs in UTC, as Doughnut stores them."""
+    """Make MySQL/MariaDB sessions read TIMESTAMPs in UTC, as Doughnut stores them, and allow
+    long GROUP_CONCAT lists (MySQL 8's default cap is 1,024 bytes)."""
     if engine.dialect.name in ("mysql", "mariadb"):
-        event.listen(engine, "connect", _use_utc)
+        event.listen(engine, "connect", _prepare_session)
     return engine
 
 
@@ -166,59 +236,29 @@ class NoteStore:
 
     def _skeletons(self, conn: Connection, view: GraphView, ids: Iterable[int]) -> None:
         for chunk in _chunks(ids, self.in_chunk):
-            rows = conn.execute(select(*_skeleton_cols(note)).where(note.c.id.in_(chunk)))
+            rows = conn.execute(_SKELETONS, {"ids": chunk})
             view.put_skeletons(_skeleton(r) for r in rows)
             view.put_absent(chunk)
 
     def _lists(self, conn: Connection, view: GraphView, ids: Iterable[int], by: Any,
                put: Any) -> None:
         """Children (in sibling order) or referrers (by id) as (owner, id) integer pairs."""
-        order = (by, note.c.sibling_order, note.c.id) if by is note.c.parent_id else (by, note.c.id)
+        packed = conn.dialect.name in ("mysql", "mariadb")
         for chunk in _chunks(ids, self.in_chunk):
-            stmt = (select(by, note.c.id).where(by.in_(chunk), note.c.deleted_at.is_(None))
-                    .order_by(*order))
-            found: dict[int, list[int]] = {owner: [] for owner in chunk}
-            for owner, note_id in conn.execute(stmt).tuples():
-                found[owner].append(note_id)
+            found, cut = _packed_lists(conn, chunk, by) if packed else ({}, chunk)
+            if cut:
+                found.update(_row_lists(conn, cut, by))
             for owner, members in found.items():
                 put(owner, members)
 
     def _ancestors(self, conn: Connection, view: GraphView, ids: Iterable[int]) -> None:
         for chunk in _chunks(ids, self.in_chunk):
-            seed = (
-                select(note.c.id, note.c.parent_id, literal(0).label("hops"))
-                .where(note.c.id.in_(chunk))
-                .cte("chain", recursive=True)
-            )
-            up = note.alias("up")
-            chain = seed.union_all(
-                select(up.c.id, up.c.parent_id, seed.c.hops + 1).where(
-                    up.c.id == seed.c.parent_id, seed.c.hops < _ANCESTOR_ROUND
-                )
-            )
-            ids_in_chain = select(chain.c.id).distinct().scalar_subquery()
-            stmt = select(*_skeleton_cols(note)).where(note.c.id.in_(ids_in_chain))
-            view.put_skeletons(_skeleton(r) for r in conn.execute(stmt))
+            view.put_skeletons(_skeleton(r) for r in conn.execute(_ANCESTORS, {"ids": chunk}))
             view.put_absent(chunk)
 
     def _rows(self, conn: Connection, view: GraphView, ids: Iterable[int]) -> None:
-        n, p, t = note.alias("n"), note.alias("p"), note.alias("t")
-        base = (
-            select(
-                *_skeleton_cols(n),
-                n.c.topic_constructor,
-                n.c.description,
-                n.c.created_at,
-                p.c.id.label("p_id"),
-                p.c.topic_constructor.label("p_title"),
-                t.c.id.label("t_id"),
-                t.c.topic_constructor.label("t_title"),
-            )
-            .outerjoin(p, (p.c.id == n.c.parent_id) & p.c.deleted_at.is_(None))
-            .outerjoin(t, (t.c.id == n.c.target_note_id) & t.c.deleted_at.is_(None))
-        )
         for chunk in _chunks(ids, self.in_chunk):
-            for r in conn.execute(base.where(n.c.id.in_(chunk))):
+            for r in conn.execute(_ROWS, {"ids": chunk}):
                 view.put_row(_skeleton(r), _row(r))
             view.put_absent_rows(chunk)
 
@@ -319,6 +359,34 @@ class NoteStore:
 
     def drop_table(self) -> None:
         metadata.drop_all(self.engine, tables=[note])
+
+
+def _row_lists(conn: Connection, owners: list[int], by: Any) -> dict[int, list[int]]:
+    """One row per member: the portable form, and the fallback for an over-long packed list."""
+    found: dict[int, list[int]] = {owner: [] for owner in owners}
+    for owner, note_id in conn.execute(_ROW_LISTS[by.name], {"ids": owners}).tuples():
+        found[owner].append(note_id)
+    return found
+
+
+def _packed_lists(
+    conn: Connection, owners: list[int], by: Any
+) -> tuple[dict[int, list[int]], list[int]]:
+    """Every owner's members from one row per owner with a GROUP_CONCAT string (MySQL/MariaDB):
+    the driver decodes a few strings instead of a row per member. Returns the lists and the
+    owners whose list ``group_concat_max_len`` cut short (its length is not that of all the ids
+    and separators: a cut inside the last id still shows), to read again."""
+    found: dict[int, list[int]] = {owner: [] for owner in owners}
+    cut: list[int] = []
+    rows = conn.execute(_PACKED_LISTS[by.name], {"ids": owners}).tuples()
+    for owner, count, digits, packed in rows:
+        text = packed.decode() if isinstance(packed, bytes) else str(packed or "")
+        if len(text) == int(digits) + count - 1:  # every id and separator arrived
+            found[owner] = [int(i) for i in text.split(",")]
+        else:
+            del found[owner]
+            cut.append(owner)
+    return found, cut
 
 
 def _row(r: Any) -> Row:

@@ -122,7 +122,7 @@ def nightly_dispatch(run_id: str | None = None, after_id: int = 0) -> int:
         if rt.bulk_backlog() > rt.max_bulk_backlog:
             nightly_dispatch.apply_async((run_id, after_id), countdown=2)
             return after_id
-        ids = rt.notes.live_ids_after(after_id, rt.drain_batch)
+        ids = rt.notes.live_ids_after(after_id, rt.rebuild_page)
         if not ids:
             rt.progress.dispatched(run_id, now_ms=rt.clock_ms())
             return after_id

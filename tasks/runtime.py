@@ -37,6 +37,8 @@ class Runtime:
     drain_lock_ttl_ms: int = 15_000
     max_bulk_backlog: int = 20
     pages_per_dispatch: int = 50
+    #: Note ids per nightly ``rebuild_batch`` task: one rebuild epoch (its batches share loaded data).
+    rebuild_page: int = 500
 
 
 _factory: Callable[[], Runtime] | None = None

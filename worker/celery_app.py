@@ -94,6 +94,7 @@ def build_runtime(
         rebuild=lambda ids: rebuild_notes(settings, service, store, ids), clock_ms=wall_ms,
         bulk_backlog=lambda: queue_size(celery, "bulk"), sibling_radius=radius,
         debounce_ms=settings.debounce_ms, max_bulk_backlog=settings.max_bulk_backlog,
+        rebuild_page=settings.rebuild_page,
     )
 
 

@@ -58,6 +58,7 @@ class Settings(BaseSettings):
     visibility_timeout_s: int = Field(default=900, ge=60)
     task_time_limit_s: int = Field(default=300, ge=10)
     max_bulk_backlog: int = Field(default=20, ge=1)
+    rebuild_page: int = Field(default=500, ge=1, le=10_000)
 
     @field_validator("seeds", "layered_limits", "strategies", mode="before")
     @classmethod

@@ -24,7 +24,7 @@ from redis.retry import Retry
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
-from graphrag import CharsCounter, StrategyParams
+from graphrag import CharsCounter, Costing, StrategyParams
 from storage.context import Computed, ContextService, open_engine
 from storage.keys import Keys
 from storage.snapshots import SnapshotStore, decode_envelope
@@ -112,14 +112,15 @@ class CountingService(ContextService):
         self.requests: list[Any] = []
         self._lock = threading.Lock()
 
-    def compute_many(self, requests: Sequence[Any], strategy: str) -> Computed:
+    def compute_many(self, requests: Sequence[Any], strategy: str,
+                     costing: Costing | None = None) -> Computed:
         with self._lock:
             self.calls += 1
             self.requests.extend(requests)
         if self.before is not None:
             hook, self.before = self.before, None  # once
             hook()
-        return super().compute_many(requests, strategy)
+        return super().compute_many(requests, strategy, costing)
 
 
 class SqlCounter:

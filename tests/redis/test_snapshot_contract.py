@@ -22,12 +22,13 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 import graphrag
-from graphrag import CharsCounter, Request, StrategyParams, config_hash
+from graphrag import CharsCounter, Costing, Request, StrategyParams, config_hash
 from storage.context import Computed, ContextService, open_engine
 from storage.keys import Keys
 from storage.rebuild import rebuild
 from storage.snapshots import CacheUnavailable, Envelope, SnapshotStore, decode_envelope
 from storage.sql import NoteStore
+from tests.redis.readers import SqlCounter
 from tests.storage.graphs import hand_graph, load_graph
 from tests.support import NOW_MS
 
@@ -356,6 +357,36 @@ class SnapshotStoreContract:
         assert "3 snapshots" in report.summary()
 
 
+    def test_an_epoch_reads_every_generation_before_its_first_batch(
+        self, store: SnapshotStore, service: ContextService
+    ) -> None:
+        """Batches of one epoch share loaded data, so an event during the epoch's first batch
+        must refuse a later batch's write even though that batch had not started yet."""
+        bumps = iter([lambda: store.bump_generation([13])])
+        racing = Racing.around(service, lambda: next(bumps, lambda: None)())
+        report = rebuild(racing, store, [10, 13, 2], strategies=("wavefront",), seeds=(0,),
+                         max_token_limit=MAX_LIMIT, now_ms=NOW_MS, batch_size=1, epoch_size=3)
+        assert (report.count, report.rejected) == (2, 1)
+        assert store.get(13, "wavefront", 0) is None and store.get(2, "wavefront", 0) is not None
+        self.assert_index_matches(store)
+
+    def test_an_epochs_batches_share_what_they_loaded(
+        self, store: SnapshotStore, service: ContextService
+    ) -> None:
+        counts = []
+        for epoch_size in (1, 5):
+            counter = SqlCounter(service.store.engine)
+            rebuild(service, store, [2, 10, 13, 20, 60], strategies=("wavefront",), seeds=(0,),
+                    max_token_limit=MAX_LIMIT, now_ms=NOW_MS, batch_size=1, epoch_size=epoch_size)
+            counter.close()
+            counts.append(counter.count)
+        assert counts[1] < counts[0]
+        for focus in (2, 10, 13, 20, 60):
+            env = store.get(focus, "wavefront", 0)
+            live = service.compute(Request(focus, 0, MAX_LIMIT, NOW_MS, MAX_LIMIT), "wavefront")
+            assert env is not None and orjson.dumps(env.result) == live.to_json()
+
+
 class Racing(ContextService):
     """A ContextService that lets an 'edit' happen after the generations were read, mid-batch."""
 
@@ -367,9 +398,10 @@ class Racing(ContextService):
         racing.edit = edit
         return racing
 
-    def compute_many(self, requests: Sequence[Request], strategy: str) -> Computed:
+    def compute_many(self, requests: Sequence[Request], strategy: str,
+                     costing: Costing | None = None) -> Computed:
         self.edit()
-        return super().compute_many(requests, strategy)
+        return super().compute_many(requests, strategy, costing)
 
 
 class TestFakeRedis(SnapshotStoreContract):

@@ -37,7 +37,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
-from graphrag import NoteNotFound, Request
+from graphrag import Costing, NoteNotFound, Request
 from storage.context import Computed, ContextService, open_engine
 from storage.dirty import DirtySet
 from storage.drain import drain_until
@@ -252,8 +252,9 @@ class Race:
         original = self.service.compute_many
         affected: list[set[int]] = []
 
-        def racing(requests: Sequence[Request], strategy: str) -> Computed:
-            computed = original(requests, strategy)
+        def racing(requests: Sequence[Request], strategy: str,
+                   costing: Costing | None = None) -> Computed:
+            computed = original(requests, strategy, costing)
             if not affected:
                 affected.append(self.edit_and_process())
             return computed
