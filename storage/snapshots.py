@@ -168,23 +168,22 @@ class Envelope:
 
 
 _INT_FIELDS = ("noteId", "seed", "generation", "computedAt", "asOf", "maxTokenLimit", "focusTokens")
+_INT_ONLY = frozenset({int})
 
 
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+def _ints(values: Any) -> bool:
+    """Whether ``values`` is a list of plain ints (bools excluded); one C-level pass."""
+    return isinstance(values, list) and set(map(type, values)) <= _INT_ONLY
 
 
 def _valid(obj: Any) -> bool:
-    if not isinstance(obj, dict) or not _is_int(obj.get("schema")) or obj["schema"] != SCHEMA:
+    if not isinstance(obj, dict) or type(obj.get("schema")) is not int or obj["schema"] != SCHEMA:
         return False
-    if not all(_is_int(obj.get(k)) for k in _INT_FIELDS):
+    if not _ints([obj.get(k) for k in _INT_FIELDS]):
         return False
     if not (isinstance(obj.get("strategy"), str) and isinstance(obj.get("configHash"), str)):
         return False
-    tokens, depends = obj.get("relatedTokens"), obj.get("dependsOn")
-    if not (isinstance(tokens, list) and isinstance(depends, list)):
-        return False
-    if not all(type(i) is int for i in tokens) or not all(type(i) is int for i in depends):
+    if not (_ints(obj.get("relatedTokens")) and _ints(obj.get("dependsOn"))):
         return False
     result = obj.get("result")
     return (
@@ -288,13 +287,14 @@ class SnapshotStore:
     ) -> bytes | None:
         """The stored bytes (one GET), or None. A key of another type reads as a miss."""
         key = self.keys.snapshot(note_id, strategy, seed, token_limit)
-        with translated():
-            try:
-                value = self.redis.get(key)
-            except ResponseError as err:
-                if "WRONGTYPE" in str(err):
-                    return None
-                raise
+        try:  # the hot path: a plain try rather than the translated() context manager
+            value = self.redis.get(key)
+        except _UNAVAILABLE as err:  # before ResponseError: read-only/OOM replies are ones too
+            raise CacheUnavailable(f"redis unavailable: {err.__class__.__name__}: {err}") from err
+        except ResponseError as err:
+            if "WRONGTYPE" in str(err):
+                return None
+            raise
         return value.encode() if isinstance(value, str) else value
 
     def get(

@@ -106,4 +106,5 @@ def rebuild_notes(
     """Rebuild every configured snapshot (strategies x seeds [x layered limits]) of ``note_ids``."""
     return rebuild(service, store, note_ids, strategies=settings.strategies, seeds=settings.seeds,
                    max_token_limit=settings.max_token_limit,
-                   layered_limits=settings.layered_limits, now_ms=wall_ms(), progress=progress)
+                   layered_limits=settings.layered_limits, now_ms=wall_ms(),
+                   epoch_size=settings.rebuild_page, progress=progress)
