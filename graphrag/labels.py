@@ -6,6 +6,7 @@ I (inbound: a link note whose target is the previous note), e.g. ``"PPC"`` for a
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 
@@ -93,6 +94,12 @@ def label_of_path(path: str, *, after_focus: bool | None = None) -> R:
     """
     if path == "PC":
         return R.YOUNGER_SIBLING if after_focus else R.PRIOR_SIBLING
+    return _label_of(path)
+
+
+@functools.lru_cache(maxsize=4096)
+def _label_of(path: str) -> R:
+    """The first matching pattern's label; memoised: a batch asks for the same few paths often."""
     for pattern, label in _PATTERNS:
         if pattern.match(path):
             return label
