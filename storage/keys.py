@@ -25,22 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = [
-    "DEFAULT_PREFIX",
-    "Keys",
-    "dep_key",
-    "dirty_key",
-    "flag_key",
-    "generation_key",
-    "lock_key",
-    "progress_key",
-    "refresh_key",
-    "seq_key",
-    "shows_key",
-    "snapshot_key",
-    "touched_key",
-    "webhook_key",
-]
+__all__ = ["DEFAULT_PREFIX", "Keys"]
 
 DEFAULT_PREFIX = "graphrag:v1"
 
@@ -58,113 +43,59 @@ def _variant(strategy: str, seed: int, token_limit: int | None) -> str:
     return suffix if token_limit is None else f"{suffix}:{int(token_limit)}"
 
 
-def snapshot_key(
-    note_id: int, strategy: str, seed: int, token_limit: int | None = None, *,
-    prefix: str = DEFAULT_PREFIX,
-) -> str:
-    """``<prefix>:snap:{id}:<strategy>:<seed>``, plus ``:<tokenLimit>`` for per-limit (layered) ones."""
-    return f"{prefix}:snap:{_tag(note_id)}:{_variant(strategy, seed, token_limit)}"
-
-
-def generation_key(note_id: int, *, prefix: str = DEFAULT_PREFIX) -> str:
-    """``<prefix>:gen:{id}``: the note's generation counter (compare-and-set of every write)."""
-    return f"{prefix}:gen:{_tag(note_id)}"
-
-
-def dep_key(note_id: int, *, prefix: str = DEFAULT_PREFIX) -> str:
-    """``<prefix>:dep:{id}``: integer ids of the foci whose snapshot (any variant) shows the note."""
-    return f"{prefix}:dep:{_tag(note_id)}"
-
-
-def shows_key(note_id: int, *, prefix: str = DEFAULT_PREFIX) -> str:
-    """``<prefix>:shows:{id}``: hash of the focus's snapshot keys -> the note ids each one shows."""
-    return f"{prefix}:shows:{_tag(note_id)}"
-
-
-def touched_key(note_id: int, *, prefix: str = DEFAULT_PREFIX) -> str:
-    """``<prefix>:touched:{id}``: the ``seq`` number stamped by the note's latest edit event."""
-    return f"{prefix}:touched:{_tag(note_id)}"
-
-
-def lock_key(
-    note_id: int, strategy: str, seed: int, token_limit: int | None = None, *,
-    prefix: str = DEFAULT_PREFIX,
-) -> str:
-    """``<prefix>:lock:{id}:<strategy>:<seed>[:<tokenLimit>]``: one snapshot's live-compute lock."""
-    return f"{prefix}:lock:{_tag(note_id)}:{_variant(strategy, seed, token_limit)}"
-
-
-def refresh_key(note_id: int, *, prefix: str = DEFAULT_PREFIX) -> str:
-    """``<prefix>:refresh:{id}``: set while a stale-triggered refresh of the note is queued."""
-    return f"{prefix}:refresh:{_tag(note_id)}"
-
-
-def seq_key(*, prefix: str = DEFAULT_PREFIX) -> str:
-    """``<prefix>:seq``: the global edit sequence counter."""
-    return f"{prefix}:seq"
-
-
-def dirty_key(*, prefix: str = DEFAULT_PREFIX) -> str:
-    """``<prefix>:dirty``: sorted set of focus ids waiting for a rebuild."""
-    return f"{prefix}:dirty"
-
-
-def progress_key(name: str, *, prefix: str = DEFAULT_PREFIX) -> str:
-    """``<prefix>:progress:<name>``: a hash recording a full rebuild's progress."""
-    return f"{prefix}:progress:{name}"
-
-
-def flag_key(name: str, *, prefix: str = DEFAULT_PREFIX) -> str:
-    """``<prefix>:flag:<name>``: a short-lived coordination flag (e.g. "a drain is scheduled")."""
-    return f"{prefix}:flag:{name}"
-
-
-def webhook_key(webhook_id: str, *, prefix: str = DEFAULT_PREFIX) -> str:
-    """``<prefix>:webhook:<id>``: marks a webhook delivery as seen (replay guard)."""
-    return f"{prefix}:webhook:{webhook_id}"
-
-
 @dataclass(frozen=True, slots=True)
 class Keys:
-    """The same key builders bound to one prefix (what the store and tasks carry around)."""
+    """Every key builder, bound to one prefix (what the store and tasks carry around)."""
 
     prefix: str = DEFAULT_PREFIX
 
     def snapshot(self, note_id: int, strategy: str, seed: int, token_limit: int | None = None) -> str:
-        return snapshot_key(note_id, strategy, seed, token_limit, prefix=self.prefix)
+        """``<prefix>:snap:{id}:<strategy>:<seed>``, plus ``:<tokenLimit>`` for per-limit (layered)."""
+        return f"{self.prefix}:snap:{_tag(note_id)}:{_variant(strategy, seed, token_limit)}"
 
     def generation(self, note_id: int) -> str:
-        return generation_key(note_id, prefix=self.prefix)
+        """``<prefix>:gen:{id}``: the note's generation counter (compare-and-set of every write)."""
+        return f"{self.prefix}:gen:{_tag(note_id)}"
 
     def dep(self, note_id: int) -> str:
-        return dep_key(note_id, prefix=self.prefix)
+        """``<prefix>:dep:{id}``: integer ids of the foci whose snapshot (any variant) shows the note."""
+        return f"{self.prefix}:dep:{_tag(note_id)}"
 
     def shows(self, note_id: int) -> str:
-        return shows_key(note_id, prefix=self.prefix)
+        """``<prefix>:shows:{id}``: hash of the focus's snapshot keys -> the note ids each one shows."""
+        return f"{self.prefix}:shows:{_tag(note_id)}"
 
     def touched(self, note_id: int) -> str:
-        return touched_key(note_id, prefix=self.prefix)
+        """``<prefix>:touched:{id}``: the ``seq`` number stamped by the note's latest edit event."""
+        return f"{self.prefix}:touched:{_tag(note_id)}"
 
     def lock(self, note_id: int, strategy: str, seed: int, token_limit: int | None = None) -> str:
-        return lock_key(note_id, strategy, seed, token_limit, prefix=self.prefix)
+        """``<prefix>:lock:{id}:<strategy>:<seed>[:<tokenLimit>]``: one snapshot's live-compute lock."""
+        return f"{self.prefix}:lock:{_tag(note_id)}:{_variant(strategy, seed, token_limit)}"
 
     def refresh(self, note_id: int) -> str:
-        return refresh_key(note_id, prefix=self.prefix)
+        """``<prefix>:refresh:{id}``: set while a stale-triggered refresh of the note is queued."""
+        return f"{self.prefix}:refresh:{_tag(note_id)}"
 
     def seq(self) -> str:
-        return seq_key(prefix=self.prefix)
+        """``<prefix>:seq``: the global edit sequence counter."""
+        return f"{self.prefix}:seq"
 
     def dirty(self) -> str:
-        return dirty_key(prefix=self.prefix)
+        """``<prefix>:dirty``: sorted set of focus ids waiting for a rebuild."""
+        return f"{self.prefix}:dirty"
 
     def progress(self, name: str) -> str:
-        return progress_key(name, prefix=self.prefix)
+        """``<prefix>:progress:<name>``: a hash recording a full rebuild's progress."""
+        return f"{self.prefix}:progress:{name}"
 
     def flag(self, name: str) -> str:
-        return flag_key(name, prefix=self.prefix)
+        """``<prefix>:flag:<name>``: a short-lived coordination flag (e.g. "a drain is scheduled")."""
+        return f"{self.prefix}:flag:{name}"
 
     def webhook(self, webhook_id: str) -> str:
-        return webhook_key(webhook_id, prefix=self.prefix)
+        """``<prefix>:webhook:<id>``: marks a webhook delivery as seen (replay guard)."""
+        return f"{self.prefix}:webhook:{webhook_id}"
 
     def pattern(self) -> str:
         """A SCAN MATCH pattern covering every key under this prefix."""
