@@ -72,11 +72,12 @@ class Costing:
             self._orders[key] = tuple(sorted(ids, key=lambda i: u(seed, purpose, i)))
         return self._orders[key]
 
-    def positions(self, owner: int, ids: Sequence[int]) -> dict[int, int]:
-        """id -> index in ``ids`` (the owner's loaded list), memoised per owner."""
-        if owner not in self._positions:
-            self._positions[owner] = {note_id: i for i, note_id in enumerate(ids)}
-        return self._positions[owner]
+    def child_positions(self, parent: int) -> dict[int, int]:
+        """Child id -> its index in the parent's loaded children list, memoised per parent."""
+        if parent not in self._positions:
+            kids = self.view.children(parent)
+            self._positions[parent] = {note_id: i for i, note_id in enumerate(kids)}
+        return self._positions[parent]
 
     def _render(self, note_id: int, relation: Relation) -> Pick | None:
         row = self.view.row(note_id)

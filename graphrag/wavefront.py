@@ -136,7 +136,7 @@ class _Run:
         """Ascending indexes in ``kids`` of pooled notes; a monster parent is not scanned."""
         if len(kids) <= len(self.wave):
             return [i for i, kid in enumerate(kids) if kid in self.wave]
-        at = self.costing.positions(parent, kids)
+        at = self.costing.child_positions(parent)
         return sorted(at[n] for n in self.wave if n in at)
 
     def _nearest_children(self, kids: Sequence[int], picked: list[int], room: int) -> list[int]:

@@ -240,7 +240,11 @@ def translated() -> Iterator[None]:
     try:
         yield
     except _UNAVAILABLE as err:
-        raise CacheUnavailable(f"redis unavailable: {err.__class__.__name__}: {err}") from err
+        raise _unavailable(err) from err
+
+
+def _unavailable(err: Exception) -> CacheUnavailable:
+    return CacheUnavailable(f"redis unavailable: {err.__class__.__name__}: {err}")
 
 
 def _ids(values: Iterable[Any]) -> set[int]:
@@ -290,7 +294,7 @@ class SnapshotStore:
         try:  # the hot path: a plain try rather than the translated() context manager
             value = self.redis.get(key)
         except _UNAVAILABLE as err:  # before ResponseError: read-only/OOM replies are ones too
-            raise CacheUnavailable(f"redis unavailable: {err.__class__.__name__}: {err}") from err
+            raise _unavailable(err) from err
         except ResponseError as err:
             if "WRONGTYPE" in str(err):
                 return None
@@ -439,10 +443,12 @@ class SnapshotStore:
         """CAS-write many snapshots in one pipeline (see the module docstring); accepted flags."""
         if not envelopes:
             return []
-        replies = self._execute(lambda p: self._queue_writes(p, envelopes))
+        foci_by_shown = _foci_by_shown(envelopes)
+        replies = self._execute(lambda p: self._queue_writes(p, envelopes, foci_by_shown))
+        scripts = replies[len(foci_by_shown) : len(foci_by_shown) + len(envelopes)]  # after step 1
         accepted: list[bool] = []
         stale: dict[int, set[int]] = {}
-        for env, reply in zip(envelopes, self._script_replies(replies, envelopes), strict=True):
+        for env, reply in zip(envelopes, scripts, strict=True):
             accepted.append(int(reply[0]) == 1)
             stale.setdefault(env.note_id, set()).update(_ids(reply[2:]))
         self._unindex(stale)
@@ -477,14 +483,14 @@ class SnapshotStore:
             keys += [self.keys.snapshot(note_id, strategy, s, lim) for s in seeds for lim in limits]
         return keys
 
-    def _queue_writes(self, pipe: Any, envelopes: Sequence[Envelope]) -> None:
+    def _queue_writes(self, pipe: Any, envelopes: Sequence[Envelope],
+                      foci_by_shown: Mapping[int, Collection[int]]) -> None:
         """Step 1 for every envelope, then every CAS script, then step 3 (module docstring).
 
         The index commands are merged per shown note: one ``SADD dep:{X} F1 F2 ...`` covers every
         focus of the batch that shows X. Every script still runs after its step 1 and before
         its step 3, which is all the ordering argument needs.
         """
-        foci_by_shown = _foci_by_shown(envelopes)
         for x, foci in foci_by_shown.items():
             pipe.sadd(self.keys.dep(x), *foci)
         for env in envelopes:
@@ -503,12 +509,6 @@ class SnapshotStore:
             for at in range(0, len(members), _INDEX_CHUNK):
                 pipe.evalsha(self._index.sha, 1, self.keys.dep(x), self.index_ttl_ms,
                              *members[at : at + _INDEX_CHUNK])
-
-    @staticmethod
-    def _script_replies(replies: list[Any], envelopes: Sequence[Envelope]) -> list[list[Any]]:
-        """Pick the CAS scripts' replies out of the pipeline's replies (they sit after step 1)."""
-        first = len(_foci_by_shown(envelopes))
-        return replies[first : first + len(envelopes)]
 
     def _unindex(self, stale: Mapping[int, Collection[int]]) -> None:
         """SREM stale (focus, id) pairs, then put back any that a concurrent write made shown again."""
