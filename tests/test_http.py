@@ -6,7 +6,7 @@ Every response goes through :meth:`Http.get`, which also checks that no body car
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,7 @@ from fastapi.testclient import TestClient
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
-from graphrag import GraphRagError, Request
+from graphrag import Request
 from storage.context import ContextService
 from storage.metrics import ReaderMetrics
 from storage.reader import ReaderConfig, SnapshotReader
@@ -36,6 +36,7 @@ from tests.redis.readers import (
 )
 from tests.support import NOW_MS
 from worker.http import create_app
+from worker.server import health_of
 
 SOFT_TTL_S, HARD_TTL_S = 3_600, 7_200
 MAX_LIMIT = 1_000
@@ -45,27 +46,12 @@ STRATEGIES = ("wavefront", "relationship-bfs", "layered")
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 READ_AT_MS = NOW_MS + 5_400  # 5.4 s after the rebuild: X-Graphrag-Age 5
 
+
 class FirstSeed(random.Random):
     """``seed=None`` always picks the first configured seed (so both paths are comparable)."""
 
     def choice(self, seq: Any) -> Any:
         return seq[0]
-
-
-def health_of(store: SnapshotStore, service: ContextService) -> Callable[[], dict[str, str]]:
-    """The same health report ``worker.server`` builds."""
-
-    def health() -> dict[str, str]:
-        report = {}
-        for name, check in (("redis", store.ping), ("database", service.store.ping)):
-            try:
-                check()
-                report[name] = "ok"
-            except GraphRagError as err:
-                report[name] = str(err)
-        return report
-
-    return health
 
 
 class Http:

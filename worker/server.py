@@ -13,7 +13,9 @@ from prometheus_client import CollectorRegistry
 
 from graphrag import GraphRagError
 from graphrag.errors import ConfigurationError
+from storage.context import ContextService
 from storage.metrics import ReaderMetrics
+from storage.snapshots import SnapshotStore
 from worker.celery_app import create_celery
 from worker.compose import (
     build_reader,
@@ -27,7 +29,23 @@ from worker.refresh import BackgroundRefresher
 from worker.settings import Settings
 from worker.webhook import EnqueueFailed, WebhookReceiver
 
-__all__ = ["build_http_app", "celery_enqueuer"]
+__all__ = ["build_http_app", "celery_enqueuer", "health_of"]
+
+
+def health_of(store: SnapshotStore, service: ContextService) -> Callable[[], dict[str, str]]:
+    """``/healthz``'s report: Redis and the database, each ``"ok"`` or the reason it is not."""
+
+    def health() -> dict[str, str]:
+        report = {}
+        for name, check in (("redis", store.ping), ("database", service.store.ping)):
+            try:
+                check()
+                report[name] = "ok"
+            except GraphRagError as err:
+                report[name] = str(err)
+        return report
+
+    return health
 
 
 def build_http_app(
@@ -48,23 +66,13 @@ def build_http_app(
     reader = build_reader(settings, service, store, metrics=ReaderMetrics.create(registry),
                           on_stale=refresher)
 
-    def health() -> dict[str, str]:
-        report = {}
-        for name, check in (("redis", store.ping), ("database", service.store.ping)):
-            try:
-                check()
-                report[name] = "ok"
-            except GraphRagError as err:
-                report[name] = str(err)
-        return report
-
     webhook = None
     if settings.webhook_secret is not None:
         webhook = WebhookReceiver(settings.webhook_secret.get_secret_value(), store,
                                   celery_enqueuer(celery or create_celery(settings)),
                                   max_events=settings.webhook_max_events)
     return create_app(reader, reader_token=settings.reader_token.get_secret_value(),
-                      registry=registry, health=health, webhook=webhook)
+                      registry=registry, health=health_of(store, service), webhook=webhook)
 
 
 def celery_enqueuer(celery: Celery) -> Callable[[list[dict[str, Any]]], None]:
