@@ -18,6 +18,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import fakeredis
+import pytest
 import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
@@ -202,6 +204,30 @@ def delete_prefix(client: redis.Redis, prefix: str) -> None:
     stale = list(client.scan_iter(match=Keys(prefix).pattern(), count=1000))
     if stale:
         client.delete(*stale)
+
+
+@contextmanager
+def real_redis(prefix: str, **options: Any) -> Iterator[redis.Redis]:
+    """A client of the real Redis (the test fails, never skips, when it is unreachable); the keys
+    under ``prefix`` are deleted afterwards."""
+    client = redis.Redis.from_url(redis_url(), socket_timeout=5, socket_connect_timeout=2, **options)
+    try:
+        client.ping()
+    except (redis.ConnectionError, redis.TimeoutError) as err:
+        pytest.fail(f"the real Redis is required but not reachable at {redis_url()} ({err}); start "
+                    f"it or point {REDIS_URL_ENV} at one", pytrace=False)
+    try:
+        yield client
+    finally:
+        delete_prefix(client, prefix)
+        client.close()
+
+
+def fake_redis(*, connected: bool = True) -> redis.Redis:
+    """A fakeredis client on a server of its own; ``connected=False``: every call fails."""
+    server = fakeredis.FakeServer()
+    server.connected = connected
+    return fakeredis.FakeRedis(server=server)
 
 
 def index_mismatches(store: SnapshotStore) -> dict[int, tuple[set[int], set[int]]]:

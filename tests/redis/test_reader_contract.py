@@ -15,7 +15,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import fakeredis
 import orjson
 import pytest
 import redis
@@ -37,17 +36,16 @@ from storage.snapshots import Envelope, SnapshotStore, decode_envelope
 from tests.redis.readers import (
     DELETED_LINK,
     DELETED_NOTE,
-    REDIS_URL_ENV,
     UNKNOWN_NOTE,
     Calls,
     Clock,
     CountingRedis,
     CountingService,
     SqlCounter,
-    delete_prefix,
     down_service,
+    fake_redis,
     index_mismatches,
-    redis_url,
+    real_redis,
     sqlite_service,
     unique_prefix,
     unreachable_redis,
@@ -545,30 +543,18 @@ class ReaderContract:
 class TestReaderFakeRedis(ReaderContract):
     @pytest.fixture
     def client(self, prefix: str) -> Iterator[redis.Redis]:
-        yield fakeredis.FakeRedis(server=fakeredis.FakeServer())
+        yield fake_redis()
 
     def unreachable(self) -> redis.Redis:
-        server = fakeredis.FakeServer()
-        server.connected = False
-        return fakeredis.FakeRedis(server=server)
+        return fake_redis(connected=False)
 
 
 @pytest.mark.redis
 class TestReaderRealRedis(ReaderContract):
     @pytest.fixture
     def client(self, prefix: str) -> Iterator[redis.Redis]:
-        client = redis.Redis.from_url(redis_url(), socket_timeout=5, socket_connect_timeout=2,
-                                      max_connections=2 * BURST)
-        try:
-            client.ping()
-        except (redis.ConnectionError, redis.TimeoutError) as err:
-            pytest.fail(f"the real Redis is required but not reachable at {redis_url()} ({err}); start "
-                        f"it or point {REDIS_URL_ENV} at one", pytrace=False)
-        try:
+        with real_redis(prefix, max_connections=2 * BURST) as client:
             yield client
-        finally:
-            delete_prefix(client, prefix)
-            client.close()
 
     def unreachable(self) -> redis.Redis:
         return unreachable_redis()

@@ -7,33 +7,31 @@ test works under its own key prefix (``graphrag-test:<uuid>:v1``) and deletes it
 
 from __future__ import annotations
 
-import os
-import socket
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import fakeredis
 import orjson
 import pytest
 import redis
-from redis.backoff import NoBackoff
-from redis.retry import Retry
 
 import graphrag
 from graphrag import CharsCounter, Costing, Request, StrategyParams, config_hash
 from storage.context import Computed, ContextService, open_engine
-from storage.keys import Keys
 from storage.rebuild import rebuild
 from storage.snapshots import CacheUnavailable, Envelope, SnapshotStore, decode_envelope
 from storage.sql import NoteStore
-from tests.redis.readers import SqlCounter
+from tests.redis.readers import (
+    SqlCounter,
+    fake_redis,
+    index_mismatches,
+    real_redis,
+    unreachable_redis,
+)
 from tests.storage.graphs import hand_graph, load_graph
 from tests.support import NOW_MS
 
-REDIS_URL_ENV = "GRAPHRAG_TEST_REDIS_URL"
-DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 SOFT_TTL_S, HARD_TTL_S = 3_600, 7_200
 MAX_LIMIT = 5_000
 LAYERED_LIMITS = (2_500, 5_000)
@@ -48,12 +46,6 @@ def envelope(note_id: int, generation: int, shows: list[int], *, seed: int = 0,
                     computed_at_ms=computed_at_ms, as_of_ms=NOW_MS, max_token_limit=limit,
                     focus_tokens=10, related_tokens=tuple(5 for _ in shows),
                     depends_on=tuple(sorted({note_id, *shows})), config_hash=config, result=result)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class SnapshotStoreContract:
@@ -90,17 +82,7 @@ class SnapshotStoreContract:
 
     def assert_index_matches(self, store: SnapshotStore) -> None:
         """Every ``dep`` set equals what the stored snapshots' ``dependsOn`` say, and nothing more."""
-        expected: dict[int, set[int]] = {}
-        for key in self.keys_of(store, "snap"):
-            env = decode_envelope(store.redis.get(key))
-            assert env is not None, key
-            for shown in env.depends_on:
-                expected.setdefault(shown, set()).add(env.note_id)
-        actual = {
-            int(k.decode().rsplit("{", 1)[1].rstrip("}")): {int(m) for m in store.redis.smembers(k)}
-            for k in self.keys_of(store, "dep")
-        }
-        assert actual == expected
+        assert index_mismatches(store) == {}
 
     # -- compare-and-set --------------------------------------------------------------------------
     def test_cas_refuses_an_older_generation_written_after_a_newer_one(
@@ -407,36 +389,18 @@ class Racing(ContextService):
 class TestFakeRedis(SnapshotStoreContract):
     @pytest.fixture
     def client(self, prefix: str) -> Iterator[redis.Redis]:
-        yield fakeredis.FakeRedis(server=fakeredis.FakeServer())
+        yield fake_redis()
 
     def unreachable(self) -> redis.Redis:
-        server = fakeredis.FakeServer()
-        server.connected = False
-        return fakeredis.FakeRedis(server=server)
-
-
-def redis_url() -> str:
-    return os.environ.get(REDIS_URL_ENV, "").strip() or DEFAULT_REDIS_URL
+        return fake_redis(connected=False)
 
 
 @pytest.mark.redis
 class TestRealRedis(SnapshotStoreContract):
     @pytest.fixture
     def client(self, prefix: str) -> Iterator[redis.Redis]:
-        client = redis.Redis.from_url(redis_url(), socket_timeout=5, socket_connect_timeout=2)
-        try:
-            client.ping()
-        except (redis.ConnectionError, redis.TimeoutError) as err:
-            pytest.fail(f"the real Redis is required but not reachable at {redis_url()} ({err}); start "
-                        f"it or point {REDIS_URL_ENV} at one", pytrace=False)
-        try:
+        with real_redis(prefix) as client:
             yield client
-        finally:
-            stale = list(client.scan_iter(match=Keys(prefix).pattern(), count=1000))
-            if stale:
-                client.delete(*stale)
-            client.close()
 
     def unreachable(self) -> redis.Redis:
-        return redis.Redis(host="127.0.0.1", port=free_port(), socket_connect_timeout=0.5,
-                           retry=Retry(NoBackoff(), 0))
+        return unreachable_redis()
