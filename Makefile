@@ -6,30 +6,34 @@ STAMP := $(VENV)/.installed
 
 .PHONY: test run lint typecheck unit test-reliability clean
 
+# Set-up prints one line; pip's own output goes to .venv/install.log (shown only if it fails).
 $(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	touch $(STAMP)
+	@echo "setting up $(VENV) (pip's log: $(VENV)/install.log)"
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@{ $(BIN)/python -m pip install --disable-pip-version-check --upgrade pip && \
+	   $(BIN)/python -m pip install --disable-pip-version-check -e '.[dev]'; } \
+	   > $(VENV)/install.log 2>&1 || { tail -30 $(VENV)/install.log; exit 1; }
+	@touch $(STAMP)
 
 test: $(STAMP) lint typecheck
 	$(BIN)/python -m pytest
 
 lint: $(STAMP)
-	$(BIN)/ruff check graphrag storage tasks worker ops tests
+	$(BIN)/ruff check graphrag service storage tasks worker ops tests
 	$(BIN)/lint-imports
 
 typecheck: $(STAMP)
-	$(BIN)/mypy graphrag storage tasks worker ops
+	$(BIN)/mypy graphrag service storage tasks worker ops
 
+# The fast suite: algorithms, use cases and the in-memory ports; no database, Redis or broker.
 unit: $(STAMP)
-	$(BIN)/python -m pytest tests/unit
+	$(BIN)/python -m pytest -q tests/unit tests/usecases tests/contracts -m "not mariadb and not redis"
 
 test-reliability: $(STAMP)
 	GRAPHRAG_RELIABILITY_SCALE=full $(BIN)/python -m pytest tests/reliability
 
 run: $(STAMP)
-	$(BIN)/python -m ops.demo
+	@$(BIN)/python -m ops.demo
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -9,62 +9,68 @@ batch of focus notes costs a handful of statements per wave, not per note.
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Hashable, Mapping
-from typing import TypeVar
+from typing import Any, Protocol, TypeVar
 
-from graphrag.bfs import relationship_bfs
-from graphrag.errors import GraphRagError, InvalidParameter
-from graphrag.layered import layered
-from graphrag.model import Need
-from graphrag.outcome import Costing, Outcome
-from graphrag.params import STRATEGIES, Request, StrategyParams
-from graphrag.view import GraphView
-from graphrag.wavefront import wavefront
+from graphrag import strategy as registry
+from graphrag.errors import GraphRagError
+from graphrag.params import Request, StrategyParams
 
 __all__ = ["Computation", "computation", "run_batch"]
 
 K = TypeVar("K", bound=Hashable)
-Computation = Generator[Need, None, Outcome]
+#: A strategy's computation: yields needs (of its graph model), returns its outcome.
+Computation = Generator[Any, None, Any]
 
 
-def computation(
-    strategy: str, costing: Costing, params: StrategyParams, request: Request
-) -> Computation:
-    """The generator computing ``request`` with ``strategy``."""
-    if strategy == "wavefront":
-        return wavefront(costing, params.wavefront, request)
-    if strategy == "layered":
-        return layered(costing, params.layered, request)
-    if strategy == "relationship-bfs":
-        return relationship_bfs(costing, params.bfs, request)
-    raise InvalidParameter("strategy", f"unknown strategy {strategy!r}; choose from {STRATEGIES}")
+class View(Protocol):
+    """What the driver needs of a graph model's view: which part of a need is not loaded yet."""
+
+    def missing(self, need: Any) -> Any: ...
 
 
-def _advance(job: Computation) -> Need | Outcome | GraphRagError:
+def computation(strategy: str, workspace: Any, params: StrategyParams, request: Request) -> Computation:
+    """The generator computing ``request`` with the registered ``strategy``."""
+    spec = registry.get(strategy)
+    return spec.run(workspace, params.of(strategy), request)  # type: ignore[no-any-return]
+
+
+def _advance(job: Computation) -> Any:
     try:
-        return next(job)
+        return _Step(next(job))
     except StopIteration as done:
-        value: Outcome = done.value
-        return value
+        return done.value
     except GraphRagError as err:
         return err
 
 
+class _Step:
+    """A need a job yielded (wrapped, so any outcome type can be told apart from it)."""
+
+    __slots__ = ("need",)
+
+    def __init__(self, need: Any) -> None:
+        self.need = need
+
+
 def run_batch(
-    jobs: Mapping[K, Computation], view: GraphView, load: Callable[[Need], None]
-) -> dict[K, Outcome | GraphRagError]:
-    """Drive every job to completion; a job's own error (e.g. NoteNotFound) is its result."""
-    results: dict[K, Outcome | GraphRagError] = {}
+    jobs: Mapping[K, Computation], view: View, load: Callable[[Any], None]
+) -> dict[K, Any]:
+    """Drive every job to completion; a job's own error (e.g. NoteNotFound) is its result.
+
+    Each round advances every waiting job to its next need, merges the needs (``|``) and loads
+    what the view lacks of the union once; jobs of one batch share one view, so one graph model.
+    """
+    results: dict[K, Any] = {}
     waiting = dict(jobs)
     while waiting:
-        merged = Need()
+        merged: Any = None
         for key, job in list(waiting.items()):
             step = _advance(job)
-            if isinstance(step, Need):
-                merged = merged | step
+            if isinstance(step, _Step):
+                merged = step.need if merged is None else merged | step.need
             else:
                 results[key] = step
                 del waiting[key]
-        missing = view.missing(merged)
-        if missing:
+        if merged is not None and (missing := view.missing(merged)):
             load(missing)
     return results

@@ -1,22 +1,33 @@
-"""The relationship-BFS strategy (seed-003 with the decisions of DESIGN §2b).
+"""The relationship-BFS strategy (docs/algorithms.md, "Relationship-BFS").
 
 Deterministic: the seed is accepted and ignored. In every wave each note already in the result, in
 result order, expands once along the first fruitful relationship of its own ordered list, starting just
-after the one it used last time (cyclically). Notes found in a wave join at its end. Selection takes
-result order and stops at the first note that does not fit, so a smaller tokenLimit is a prefix.
+after the one it used last time (cyclically). A note counts as *taken* when it is in the result or was
+found earlier in the current wave, so a primitive skips it and yields its next choice (a tie between
+neighbours never wastes an expander's preferred relationship). Notes found in a wave join at its end.
+Selection takes result order and stops at the first note that does not fit, so a smaller tokenLimit
+is a prefix.
+
+The result holds at most 2^max_depth notes, so a nearest-sibling pick lies at most 2^5 - 1 = 31
+positions from the note that made it: an edit changes the picks of siblings up to 31 places away,
+which is the sibling radius the strategy declares.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass
 from typing import Final
 
 from graphrag.labels import label_of_path
 from graphrag.model import Need, Relation
 from graphrag.outcome import Costing, Focus, Outcome, outcome_by_labels, prepare_focus, within_budget
-from graphrag.params import BfsParams, Request
+from graphrag.params import Request
+from graphrag.strategy import Strategy
 
-__all__ = ["PRIMITIVES", "ordered_relationships", "relationship_bfs", "translate"]
+__all__ = [
+    "PRIMITIVES", "STRATEGY", "BfsParams", "ordered_relationships", "relationship_bfs", "translate",
+]
 
 PRIMITIVES: Final = ("parent", "target", "sibling", "target-sibling", "child", "inbound-ref")
 _SYMBOLS: Final = {
@@ -30,20 +41,36 @@ _SYMBOLS: Final = {
 _CANCELS: Final = {("C", "P"), ("I", "O")}  # each pair steps back to the note it left
 
 
-def _weights(last: str | None) -> dict[str, int]:
-    if last is None:
-        return {"parent": 2, "target": 2, "sibling": 1, "target-sibling": 1, "child": 1}
-    if last == "child":
-        return {"sibling": 3, "target-sibling": 1}
-    if last == "inbound-ref":
-        return {"target-sibling": 3}
-    return {"parent": 1, "target": 1}
+#: Relationship weights by the last step of a note's path ("start": the focus; "other": any last
+#: step without its own row); a relationship not listed weighs 0.
+_WEIGHTS: Final = (
+    ("start", "parent", 2), ("start", "target", 2), ("start", "sibling", 1),
+    ("start", "target-sibling", 1), ("start", "child", 1),
+    ("child", "sibling", 3), ("child", "target-sibling", 1),
+    ("inbound-ref", "target-sibling", 3),
+    ("other", "parent", 1), ("other", "target", 1),
+)
 
 
-def ordered_relationships(path: Sequence[str]) -> tuple[str, ...]:
+@dataclass(frozen=True, slots=True)
+class BfsParams:
+    """docs/algorithms.md (relationship-BFS): waves and the relationship weights."""
+
+    max_depth: int = 5
+    weights: tuple[tuple[str, str, int], ...] = _WEIGHTS
+
+
+def _weights(table: Sequence[tuple[str, str, int]], last: str | None) -> dict[str, int]:
+    row = "start" if last is None else last if last in ("child", "inbound-ref") else "other"
+    return {rel: weight for step, rel, weight in table if step == row}
+
+
+def ordered_relationships(
+    path: Sequence[str], table: Sequence[tuple[str, str, int]] = _WEIGHTS
+) -> tuple[str, ...]:
     """A note's relationships: no child after parent; weight descending, then the base order."""
     last = path[-1] if path else None
-    weights = _weights(last)
+    weights = _weights(table, last)
     allowed = [p for p in PRIMITIVES if not (p == "child" and last == "parent")]
     return tuple(sorted(allowed, key=lambda p: (-weights.get(p, 0), PRIMITIVES.index(p))))
 
@@ -64,7 +91,7 @@ def relationship_bfs(
 ) -> Generator[Need, None, Outcome]:
     """Compute one focus note's context; yields what it needs loaded, returns the outcome."""
     focus = yield from prepare_focus(costing.view, costing.counter, request.focus_id)
-    run = _Run(costing, focus)
+    run = _Run(costing, focus, params.weights)
     for _ in range(params.max_depth):
         yield from costing.view.ensure(run.wave_need())
         if not run.expand():
@@ -83,8 +110,8 @@ def _nearest(items: Sequence[int], at: int, taken: Callable[[int], bool]) -> int
 
 
 class _Run:
-    def __init__(self, costing: Costing, focus: Focus) -> None:
-        self.costing, self.view, self.focus = costing, costing.view, focus
+    def __init__(self, costing: Costing, focus: Focus, weights: Sequence[tuple[str, str, int]]) -> None:
+        self.costing, self.view, self.focus, self.weights = costing, costing.view, focus, weights
         self.result: list[int] = [focus.skeleton.id]
         self.members: set[int] = set(self.result)
         self.path: dict[int, tuple[str, ...]] = {focus.skeleton.id: ()}
@@ -105,14 +132,20 @@ class _Run:
     def expand(self) -> bool:
         """One wave; returns whether anything joined."""
         found: list[int] = []
+        found_set: set[int] = set()
+
+        def taken(note_id: int) -> bool:  # in the result, or found earlier in this wave
+            return note_id in self.members or note_id in found_set
+
         for note in list(self.result):
-            order = ordered_relationships(self.path[note])
+            order = ordered_relationships(self.path[note], self.weights)
             start = self.last_used.get(note, -1) + 1
             for k in range(len(order)):
                 at = (start + k) % len(order)
-                neighbour = self._neighbour(note, order[at])
-                if neighbour is not None and neighbour not in found:
+                neighbour = self._neighbour(note, order[at], taken)
+                if neighbour is not None:
                     found.append(neighbour)
+                    found_set.add(neighbour)
                     self.path[neighbour] = (*self.path[note], order[at])
                     self.last_used[note] = at
                     break
@@ -120,8 +153,8 @@ class _Run:
         self.members.update(found)
         return bool(found)
 
-    def _neighbour(self, note: int, relationship: str) -> int | None:
-        v, taken = self.view, self.members.__contains__
+    def _neighbour(self, note: int, relationship: str, taken: Callable[[int], bool]) -> int | None:
+        v = self.view
         if relationship in ("parent", "target"):
             other = v.parent(note) if relationship == "parent" else v.target(note)
             return None if other is None or taken(other.id) else other.id
@@ -158,3 +191,11 @@ class _Run:
         picks = [p for n in self.result[1:] if (p := self.costing.pick(n, self._label(n)))]
         keep = within_budget((p.tokens for p in picks), token_limit - self.focus.tokens)
         return outcome_by_labels(self.focus, tuple(picks[:keep]), self.view)
+
+
+STRATEGY = Strategy(
+    name="relationship-bfs", version=2, model="tree", limits="prefix", params=BfsParams(),
+    run=relationship_bfs, sibling_radius=31,
+    description="deterministic waves where every result note expands one "
+                "relationship per wave (the seed is ignored)",
+)

@@ -8,12 +8,15 @@ catch one family and users see one clear line, never a traceback.
 from __future__ import annotations
 
 __all__ = [
+    "CacheUnavailable",
     "ConfigurationError",
     "DatabaseUnavailable",
+    "Forbidden",
     "GraphRagError",
     "InvalidParameter",
     "NoteNotFound",
     "SchemaMismatch",
+    "Unavailable",
 ]
 
 
@@ -37,6 +40,10 @@ class NoteNotFound(GraphRagError, LookupError):
         self.note_id = note_id
 
 
+class Forbidden(GraphRagError, PermissionError):
+    """The reader may not see the note (today's Doughnut: its notebook is not readable to them)."""
+
+
 class ConfigurationError(GraphRagError):
     """A setting is missing or malformed; the message names the variable."""
 
@@ -46,4 +53,12 @@ class DatabaseUnavailable(GraphRagError):
 
 
 class SchemaMismatch(GraphRagError):
-    """The ``note`` table lacks columns the service reads; the message names them."""
+    """The database lacks tables or columns the service reads; the message names them."""
+
+
+class CacheUnavailable(GraphRagError):
+    """The snapshot cache cannot be reached, timed out, or refuses writes."""
+
+
+class Unavailable(GraphRagError):
+    """Neither a snapshot nor the database can answer (HTTP 503)."""

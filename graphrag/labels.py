@@ -1,4 +1,4 @@
-"""Discovery paths, the labels they read as, label priority and relevance weights (DESIGN §2).
+"""Discovery paths, the labels they read as, label priority and relevance weights (docs/algorithms.md).
 
 A path is a string over the edge alphabet P (parent), C (child), O (object = target) and
 I (inbound: a link note whose target is the previous note), e.g. ``"PPC"`` for a sibling of the parent.
@@ -38,7 +38,7 @@ _PATTERNS: tuple[tuple[re.Pattern[str], R], ...] = tuple(
     )
 )
 
-#: seed-000 §7.2, highest first: the shorter path wins, and among equally long paths this order.
+#: docs/algorithms.md, highest first: the shorter path wins, and among equally long paths this order.
 PRIORITY: tuple[R, ...] = (
     R.SELF,
     R.PARENT,
@@ -73,7 +73,7 @@ _CORE = (
 )
 _REMOTE = (R.GRAND_CHILD, R.REMOTELY_RELATED)
 
-#: seed-000 §8.2 relationship weights; InboundReferenceToObjectOfReifiedChild is 5.0 (Doughnut's).
+#: the design relationship weights; InboundReferenceToObjectOfReifiedChild is 5.0 (Doughnut's).
 WEIGHTS: Mapping[R, float] = {
     label: 10.0 if label in _CORE else 2.0 if label in _REMOTE else 5.0
     for label in PRIORITY

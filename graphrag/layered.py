@@ -1,4 +1,4 @@
-"""The layered strategy: Doughnut's production algorithm as CONTRACT §4 describes it.
+"""The layered strategy: Doughnut's production algorithm as docs/doughnut.md describes it.
 
 Four priority layers of relationship handlers; a handler yields one note per call and registers its
 follow-up handlers in lower layers when it yields. A related note that does not fit is skipped and the
@@ -12,14 +12,23 @@ deterministic, so a restart reproduces the same decisions.
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass
 
 from graphrag.model import Need, Relation
 from graphrag.model import Relation as R
 from graphrag.outcome import Costing, Focus, Outcome, Pick, in_sibling_order, prepare_focus
-from graphrag.params import LayeredParams, Request
+from graphrag.params import Request
+from graphrag.strategy import Strategy
 from graphrag.view import MissingData
 
-__all__ = ["layered"]
+__all__ = ["STRATEGY", "LayeredParams", "layered"]
+
+
+@dataclass(frozen=True, slots=True)
+class LayeredParams:
+    """Doughnut 2025 (docs/doughnut.md): notes accepted from a layer before switching to the next."""
+
+    notes_before_switching: tuple[int, int, int, int] = (3, 3, 2, 2)
 
 # Rows prefetched per registered handler on a restart. A handler's window doubles each time the run
 # stops on it, so rounds stay logarithmic in the notes a large budget shows, while handlers that are
@@ -101,7 +110,7 @@ class _Run:
 
     # -- handler lists ----------------------------------------------------------------------------
     def _shuffled(self, relation: Relation, owner: int, ids: Sequence[int]) -> tuple[int, ...]:
-        return self.costing.shuffled(self.req.seed, f"layered:{relation.value}", owner, ids)
+        return self.costing.shuffled(self.req.int_seed, f"layered:{relation.value}", owner, ids)
 
     def _one(self, note_id: int | None) -> list[int]:
         return [] if note_id is None or self.view.live(note_id) is None else [note_id]
@@ -252,3 +261,11 @@ class _Run:
             else:
                 need = need | Need(rows=frozenset(upcoming))
         return need
+
+
+STRATEGY = Strategy(
+    name="layered", version=1, model="tree", limits="per-limit", params=LayeredParams(),
+    run=layered, sibling_radius=4,
+    description="Doughnut 2025's production algorithm: four priority layers; a misfit is "
+                "skipped, so results are stored per configured tokenLimit",
+)

@@ -1,7 +1,7 @@
 """Seeded, order-independent randomness pinned so two implementations agree byte for byte.
 
 ``u(seed, purpose, key)`` is a uniform number in [0, 1) that depends only on its arguments, so an edit
-far away never reshuffles unrelated choices (DESIGN §2).
+far away never reshuffles unrelated choices (docs/algorithms.md).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Doughnut's GraphRAGResult JSON, property for property (CONTRACT §2).
+"""Doughnut's GraphRAGResult JSON, property for property (docs/doughnut.md).
 
 Nulls are omitted, empty lists kept, property order fixed; bytes are compact orjson (separators ``,``
 and ``:``, non-ASCII not escaped), which is also exactly what a note's token cost is measured on.
@@ -7,6 +7,7 @@ and ``:``, non-ASCII not escaped), which is also exactly what a note's token cos
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,6 +21,7 @@ __all__ = [
     "created_at",
     "dumps",
     "focus_note",
+    "loads",
     "truncate_details",
     "uri",
 ]
@@ -104,3 +106,15 @@ def focus_note(
 def dumps(value: Any) -> bytes:
     """Compact JSON bytes as Doughnut emits them."""
     return orjson.dumps(value)
+
+
+def loads(data: bytes | str) -> Any:
+    """Parse JSON that may hold a lone surrogate escape such as ``\\uD83D``: Doughnut's Java cuts a
+    body after a UTF-16 unit and Jackson escapes the half pair, which is valid JSON that orjson
+    refuses; the standard library reads it (into a lone surrogate code point). orjson otherwise."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as err:
+        if "surrogate" not in str(err):
+            raise
+        return json.loads(data)

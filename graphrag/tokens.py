@@ -1,4 +1,4 @@
-"""Token counters: what a note costs against a tokenLimit (CONTRACT §3, DESIGN §3).
+"""Token counters: what a note costs against a tokenLimit (docs/doughnut.md, docs/algorithms.md).
 
 A note's cost is measured on exactly the compact JSON emitted for it. The tiktoken counter takes an
 already-built ``encode_ordinary`` function: loading the encoding file is I/O and happens in storage.

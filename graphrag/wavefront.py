@@ -1,4 +1,4 @@
-"""The wavefront strategy (seed-000 with the decisions of DESIGN §2).
+"""The wavefront strategy (docs/algorithms.md, "Wavefront").
 
 Discovery runs in waves 1..max_depth over the primitive edges P, O (from last wave's notes) and C, I
 (topped up from every earlier note under growing caps), into a pool capped at max_total_candidates and
@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Generator, Sequence
+from dataclasses import dataclass
 
 from graphrag.labels import WEIGHTS, label_of_path, priority
 from graphrag.model import Need, Relation
@@ -23,13 +24,37 @@ from graphrag.outcome import (
     prepare_focus,
     within_budget,
 )
-from graphrag.params import Request, WavefrontParams
+from graphrag.params import Request
 from graphrag.rand import u
+from graphrag.strategy import Strategy
 
-__all__ = ["wavefront"]
+__all__ = ["STRATEGY", "WavefrontParams", "wavefront"]
 
-_DEPTH_BONUS = {1: 1.0, 2: 0.7, 3: 0.4}
 _MS_PER_DAY = 86_400_000
+
+
+@dataclass(frozen=True, slots=True)
+class WavefrontParams:
+    """The wavefront's knobs (docs/algorithms.md, "Wavefront"): every constant
+    that shapes a result, so the fingerprint covers them all."""
+
+    max_depth: int = 3
+    max_total_candidates: int = 200
+    child_cap_multiplier: int = 2
+    inbound_cap_multiplier: int = 2
+    w_relationship: float = 100.0
+    w_depth: float = 20.0
+    w_recency: float = 5.0
+    jitter_range: float = 0.5
+    safety_margin: float = 1.2
+    #: depth bonus of a note found in wave 1, 2, 3, ...; 0 beyond the last entry
+    depth_bonus: tuple[float, ...] = (1.0, 0.7, 0.4)
+    #: recency is exp(-age_days / recency_days)
+    recency_days: float = 365.0
+    #: relationship weight per relationToFocusNote value
+    relation_weights: tuple[tuple[str, float], ...] = tuple(
+        (label.value, weight) for label, weight in WEIGHTS.items()
+    )
 
 
 def wavefront(
@@ -52,6 +77,7 @@ class _Run:
         self.children_drawn: Counter[int] = Counter()
         self.inbound_drawn: Counter[int] = Counter()
         self.full = False
+        self.weights = dict(p.relation_weights)
 
     # -- discovery --------------------------------------------------------------------------------
     def discover(self) -> Generator[Need, None, None]:
@@ -125,7 +151,7 @@ class _Run:
             chosen = self._nearest_children(kids, picked, room)
         else:
             size = min(room, len(kids))
-            start = math.floor(u(self.req.seed, "block", parent) * (len(kids) - size + 1))
+            start = math.floor(u(self.req.int_seed, "block", parent) * (len(kids) - size + 1))
             chosen = list(kids[start : start + size])
         for kid in chosen:
             if not self._add(kid, depth, self.path[parent] + "C"):
@@ -153,7 +179,7 @@ class _Run:
             }
             seen |= level
             free = [kids[i] for i in level if kids[i] not in self.wave]
-            free.sort(key=lambda k: u(self.req.seed, "near", k))
+            free.sort(key=lambda k: u(self.req.int_seed, "near", k))
             chosen += free[: room - len(chosen)]
             if len(chosen) >= room:
                 break
@@ -165,7 +191,7 @@ class _Run:
         refs = self.view.inbound(target)
         if room <= 0 or not refs:
             return
-        ranked = self.costing.shuffled(self.req.seed, "inbound", target, refs)
+        ranked = self.costing.shuffled(self.req.int_seed, "inbound", target, refs)
         for ref in [r for r in ranked if r not in self.wave][:room]:
             if not self._add(ref, depth, self.path[target] + "I"):
                 return
@@ -179,11 +205,12 @@ class _Run:
     def _score(self, note_id: int, label: Relation) -> float:
         row = self.view.row(note_id)
         age_days = max(0, self.req.now_ms - row.created_at_ms) / _MS_PER_DAY if row else 0.0
-        jitter = (u(self.req.seed, "jitter", note_id) - 0.5) * 2 * self.p.jitter_range
+        jitter = (u(self.req.int_seed, "jitter", note_id) - 0.5) * 2 * self.p.jitter_range
+        wave, bonus = self.wave[note_id], self.p.depth_bonus
         return (
-            self.p.w_relationship * WEIGHTS[label]
-            + self.p.w_depth * _DEPTH_BONUS.get(self.wave[note_id], 0.0)
-            + self.p.w_recency * math.exp(-age_days / 365.0)
+            self.p.w_relationship * self.weights[label.value]
+            + self.p.w_depth * (bonus[wave - 1] if 0 < wave <= len(bonus) else 0.0)
+            + self.p.w_recency * math.exp(-age_days / self.p.recency_days)
             + jitter
         )
 
@@ -198,3 +225,11 @@ class _Run:
         picks = [pick for _, _, pick in ranked]
         keep = within_budget((p.tokens for p in picks), self.req.token_limit - self.focus.tokens)
         return outcome_by_labels(self.focus, tuple(picks[:keep]), self.view)
+
+
+STRATEGY = Strategy(
+    name="wavefront", version=1, model="tree", limits="prefix", params=WavefrontParams(),
+    run=wavefront, sibling_radius=4,
+    description="waves over parent, child, target and inbound edges, scored and cut "
+                "at the first misfit (the default on the note tree)",
+)

@@ -10,10 +10,10 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import os
 import socket
-import sqlite3
 import statistics
 import sys
 import tempfile
@@ -22,20 +22,22 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-import fakeredis
 import httpx
 import orjson
-import redis
 import uvicorn
 from celery.contrib.testing.worker import start_worker
 from fastapi import FastAPI
 from standardwebhooks.webhooks import Webhook
 
+from ops.demo_2026 import run_2026
+from storage.database import open_engine
+from storage.profiles import admin_2025
+from storage.redis.client import build_client, delete_prefix, emulated_client, reachable
 from storage.sample import SAMPLE_FOCUS_IDS, sample_notes
 from worker.celery_app import create_celery
-from worker.cli import _all_live_ids, _sample_row
-from worker.compose import build_service, build_snapshot_store, rebuild_notes
+from worker.compose import Wiring
 from worker.server import build_http_app
 from worker.settings import Settings, load_settings
 
@@ -48,21 +50,18 @@ def say(text: str) -> None:
 
 
 @contextlib.contextmanager
-def cache_redis(url: str, prefix: str) -> Iterator[redis.Redis]:
+def cache_redis(url: str, prefix: str) -> Iterator[Any]:
     """The real Redis when it answers (keys under ``prefix`` removed afterwards), else fakeredis."""
-    client = redis.Redis.from_url(url, socket_connect_timeout=0.5, socket_timeout=2)
-    try:
-        client.ping()
-        say(f"Redis at {url} answers: using it under the key prefix {prefix}")
-    except redis.RedisError:
+    client = build_client(url, timeout_ms=2000)
+    if not reachable(client):
         say(f"notice: no Redis at {url}; using an in-process Redis emulation (fakeredis)")
-        yield fakeredis.FakeRedis()
+        yield emulated_client()
         return
+    say(f"Redis at {url} answers: using it under the key prefix {prefix}")
     try:
         yield client
     finally:
-        for key in client.scan_iter(match=f"{prefix}:*", count=1000):
-            client.delete(key)
+        delete_prefix(client, prefix)
 
 
 def settings_for(folder: Path, prefix: str) -> Settings:
@@ -94,9 +93,9 @@ def read_latency_us(client: httpx.Client, note: int, reads: int = 300) -> tuple[
 def edit_and_wait(settings: Settings, client: httpx.Client, note: int, watch: int) -> float:
     """Rename ``note`` in the database, send the signed webhook, wait until ``watch`` shows it."""
     title = f"Miso soup (edited {dt.datetime.now(dt.UTC):%H:%M:%S})"
-    path = settings.database_url.removeprefix("sqlite:///")
-    with sqlite3.connect(path) as conn:
-        conn.execute("UPDATE note SET topic_constructor = ? WHERE id = ?", (title, note))
+    engine = open_engine(settings.database_url)
+    old = next(n for n in sample_notes() if n.id == note)
+    admin_2025.replace_note(engine, dataclasses.replace(old, title=title))
     body = orjson.dumps({"events": [{"type": "note.updated", "noteId": note,
                                      "occurredAt": dt.datetime.now(dt.UTC).isoformat()}]})
     started = time.perf_counter()
@@ -136,16 +135,24 @@ def main() -> int:
         settings = settings_for(Path(folder), prefix)
         url = os.environ.get("GRAPHRAG_REDIS_URL", settings.redis_url)
         with cache_redis(url, prefix) as client:
-            return run(settings, client)
+            say("== Doughnut 2025: the note tree, the seeds' strategies (wavefront, layered) ==")
+            run(settings, client)
+            say("\n== Today's Doughnut: folders and wiki links, focus-context ==")
+            today = load_settings(
+                database_url=f"sqlite:///{Path(folder) / 'sample-2026.db'}",
+                redis_prefix=f"{prefix}:2026", broker_url="memory://localhost/",
+                reader_token=_TOKEN, webhook_secret=_SECRET, debounce_ms=20)
+            run_2026(today, client, Path(folder), _TOKEN, signed, say, serving)
+            return 0
 
 
-def run(settings: Settings, client: redis.Redis) -> int:
-    service = build_service(settings)
-    service.store.create_table()
-    service.store.insert([_sample_row(n._asdict()) for n in sample_notes()])
+def run(settings: Settings, client: Any) -> int:
+    engine = open_engine(settings.database_url)
+    admin_2025.create_tables(engine)
+    admin_2025.insert_notes(engine, sample_notes())
     say(f"sample notebook: {len(sample_notes())} notes in {settings.database_url}")
-    store = build_snapshot_store(settings, client)
-    report = rebuild_notes(settings, service, store, _all_live_ids(service.store))
+    wiring = Wiring(settings, redis_client=client)
+    report = wiring.rebuild(n.id for n in sample_notes() if n.deleted_at is None)
     say(f"full rebuild: {report.summary()}")
     celery = create_celery(settings, redis_client=client)
     celery.conf.broker_transport_options = {"polling_interval": 0.005}  # in-memory broker: poll fast
@@ -155,7 +162,7 @@ def run(settings: Settings, client: redis.Redis) -> int:
                       queues=["realtime", "bulk"], shutdown_timeout=10), serving(app) as http:
         p50, p99 = read_latency_us(http, hub)
         seconds = edit_and_wait(settings, http, link, watch=hub)
-        answer = http.get(f"/notes/{hub}/graph?tokenLimit=1200",
+        answer = http.get(f"/notes/{hub}/graph?tokenLimit=600",
                           headers={"Authorization": f"Bearer {_TOKEN}"})
     print(orjson.dumps(orjson.loads(answer.content), option=orjson.OPT_INDENT_2).decode())
     say(f"edit to fresh snapshot (webhook -> worker -> Redis): {seconds * 1000:.0f} ms")

@@ -31,16 +31,15 @@ import sys
 import time
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import SQLAlchemyError
 from tqdm import tqdm
 
 from graphrag import GraphRagError, InvalidParameter
-from storage.context import open_engine
-from storage.sql import NoteStore, note
+from storage.database import Database, open_engine, reason
+from storage.profiles import admin_2025
+from storage.profiles.doughnut_2025 import Doughnut2025
+from storage.records import TreeNote
 
 __all__ = ["TableNotEmpty", "generate", "load", "main"]
 
@@ -319,28 +318,26 @@ class _Rows:
         self.last_order = array("q", [0]) * (forest.n + 1)
         self.creators = {0: 1}
 
-    def rows(self) -> Iterator[dict[str, Any]]:
+    def rows(self) -> Iterator[TreeNote]:
         for i in range(1, self.n + 1):
             yield self._row(i)
 
-    def _row(self, i: int) -> dict[str, Any]:
+    def _row(self, i: int) -> TreeNote:
         f, rng = self.f, self.rng
         created_s = _base_s(i, self.n) + rng.randrange(max(1, _SPAN_S // self.n))
         link = f.target[i] != 0
         stamp = f.deleted_ms[i]
-        return {
-            "id": i,
-            "parent_id": f.parent[i] or None,
-            "target_note_id": f.target[i] or None,
-            "sibling_order": self._order(f.parent[i], created_s),
-            "topic_constructor": self._label() if link else self._title(),
-            "description": None if link and rng.random() < 0.8 else self._details(),
-            "created_at": START + dt.timedelta(seconds=created_s),
-            "updated_at": self._updated(created_s),
-            "deleted_at": _EPOCH + dt.timedelta(milliseconds=stamp) if stamp else None,
-            "notebook_id": f.notebook[i],
-            "creator_id": self._creator(f.notebook[i]),
-        }
+        order = self._order(f.parent[i], created_s)
+        title = self._label() if link else self._title()
+        details = None if link and rng.random() < 0.8 else self._details()
+        self._updated(created_s)  # keeps the random stream of earlier versions (the column is unread)
+        self._creator(f.notebook[i])
+        return TreeNote(
+            id=i, title=title, parent_id=f.parent[i] or None, target_note_id=f.target[i] or None,
+            sibling_order=order, details=details, created_at=START + dt.timedelta(seconds=created_s),
+            deleted_at=_EPOCH + dt.timedelta(milliseconds=stamp) if stamp else None,
+            notebook_id=f.notebook[i],
+        )
 
     def _order(self, parent: int, created_s: int) -> int:
         """epoch-ms x 1000 of creation; sometimes a midpoint insert, a tie or a negative value."""
@@ -400,8 +397,8 @@ class _Rows:
         return creator
 
 
-def generate(notes: int, seed: int = 0) -> Iterator[dict[str, Any]]:
-    """Yield ``notes`` Doughnut-shaped ``note`` rows in id order (1..notes); deterministic per seed."""
+def generate(notes: int, seed: int = 0) -> Iterator[TreeNote]:
+    """Yield ``notes`` Doughnut-shaped notes in id order (1..notes); deterministic per seed."""
     if notes < 1:
         raise InvalidParameter("notes", "must be at least 1")
     rng = random.Random(seed)
@@ -417,15 +414,15 @@ class _Tally:
         self.children = array("i", [0]) * (n + 1)
         self.inbound = array("i", [0]) * (n + 1)
 
-    def add(self, rows: Iterable[dict[str, Any]]) -> None:
+    def add(self, rows: Iterable[TreeNote]) -> None:
         for row in rows:
             self.notes += 1
-            target = row["target_note_id"]
+            target = row.target_note_id
             self.links += target is not None
-            if row["deleted_at"] is not None:
+            if row.deleted_at is not None:
                 self.deleted += 1
                 continue
-            self.children[row["parent_id"] or 0] += row["parent_id"] is not None
+            self.children[row.parent_id or 0] += row.parent_id is not None
             self.inbound[target or 0] += target is not None
 
     def counts(self, seconds: float) -> dict[str, Any]:
@@ -436,25 +433,12 @@ class _Tally:
         }
 
 
-def _chunks(rows: Iterator[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:
+def _chunks(rows: Iterator[TreeNote], size: int) -> Iterator[list[TreeNote]]:
     while chunk := list(itertools.islice(rows, size)):
         yield chunk
 
 
-@contextmanager
-def _bulk_session(conn: Connection) -> Iterator[None]:
-    """On MySQL/MariaDB, skip unique and foreign-key checks while loading this session."""
-    mysql = conn.dialect.name in ("mysql", "mariadb")
-    if mysql:
-        conn.exec_driver_sql("SET unique_checks=0, foreign_key_checks=0")
-    try:
-        yield
-    finally:
-        if mysql:
-            conn.exec_driver_sql("SET unique_checks=1, foreign_key_checks=1")
-
-
-def load(engine: Engine, notes: int, seed: int = 0, *, progress: bool = True) -> dict[str, Any]:
+def load(engine: Database, notes: int, seed: int = 0, *, progress: bool = True) -> dict[str, Any]:
     """Create ``note`` if missing and fill it (it must be empty) with ``generate(notes, seed)``.
 
     Rows go in chunks of ``CHUNK``, one executemany and one commit each. Returns the counts
@@ -462,36 +446,30 @@ def load(engine: Engine, notes: int, seed: int = 0, *, progress: bool = True) ->
     """
     if notes < 1:
         raise InvalidParameter("notes", "must be at least 1")
-    store = NoteStore(engine)
-    store.create_table()
-    if store.any_note():
+    admin_2025.create_tables(engine)
+    if Doughnut2025(engine).any_note():
         raise TableNotEmpty("table 'note' is not empty; load into an empty database")
     started, tally = time.perf_counter(), _Tally(notes)
     show = progress and sys.stderr.isatty()
-    with engine.connect() as conn, _bulk_session(conn), \
-            tqdm(total=notes, unit="note", unit_scale=True, disable=not show) as bar:
+    with tqdm(total=notes, unit="note", unit_scale=True, disable=not show) as bar:
         for chunk in _chunks(generate(notes, seed), CHUNK):
-            conn.execute(note.insert(), chunk)
-            conn.commit()
+            admin_2025.insert_notes(engine, chunk, chunk=CHUNK, bulk=True)
             tally.add(chunk)
             bar.update(len(chunk))
     return tally.counts(time.perf_counter() - started)
 
 
-def _reason(err: BaseException) -> str:
-    orig = getattr(err, "orig", None)
-    text = str(orig if orig is not None else err).strip()
-    return text.splitlines()[0] if text else err.__class__.__name__
-
-
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m ops.generate",
-        description="Fill an empty Doughnut `note` table with deterministic generated notes.",
+        description="Fill an empty Doughnut database with deterministic generated notes.",
     )
     parser.add_argument("--db", required=True, help="SQLAlchemy URL, e.g. mysql+pymysql://root@host/db")
     parser.add_argument("--notes", type=int, default=100_000, help="number of notes (default 100000)")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument("--schema", choices=("doughnut-2025", "doughnut-2026"), default="doughnut-2025",
+                        help="table layout: the 2025 note tree (default) or today's folders and wiki "
+                             "links (see ops.generate_wiki)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     return parser.parse_args(argv)
 
@@ -499,10 +477,13 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI: load the notes and print the counts as one JSON line; one-line error, exit 1, on failure."""
     args = _parse(argv)
+    loader = load
+    if args.schema == "doughnut-2026":
+        from ops.generate_wiki import load as loader
     try:
-        counts = load(open_engine(args.db), args.notes, args.seed, progress=not args.no_progress)
-    except (GraphRagError, SQLAlchemyError) as err:
-        print(f"error: {_reason(err)}", file=sys.stderr)
+        counts = loader(open_engine(args.db), args.notes, args.seed, progress=not args.no_progress)
+    except GraphRagError as err:
+        print(f"error: {reason(err)}", file=sys.stderr)
         return 1
     print(json.dumps(counts))
     return 0

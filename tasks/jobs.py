@@ -1,8 +1,9 @@
 """Celery tasks: each takes ids or plain JSON, fetches its runtime and calls a plain function.
 
-Delivery (DESIGN §6): acks late, requeue when the worker process is lost, prefetch 1 (worker setting),
-retries with exponential backoff and jitter on database/Redis unavailability only. ``realtime`` takes
-events and drains; ``bulk`` takes the full rebuild, so a nightly run never delays edits.
+Delivery (docs/architecture.md, "Delivery"): acks late, requeue when the worker process is lost,
+prefetch 1 (worker setting), retries with exponential backoff and jitter on database/cache
+unavailability only. ``realtime`` takes events and drains; ``bulk`` takes the full rebuild, so a
+nightly run never delays edits.
 """
 
 from __future__ import annotations
@@ -15,13 +16,12 @@ from collections.abc import Iterator
 from typing import Any
 
 from celery import shared_task
-from redis.exceptions import LockError, RedisError
-from redis.lock import Lock
 
-from graphrag import DatabaseUnavailable
-from storage.drain import drain_until
-from storage.events import NoteEvent, record_events
-from storage.snapshots import CacheUnavailable
+from graphrag.errors import CacheUnavailable, DatabaseUnavailable
+from service.dispatch import dispatch_pages
+from service.drain import drain_session, requeue
+from service.events import NoteEvent, record_events
+from service.ports import Lease
 from tasks.runtime import Runtime, current
 
 __all__ = ["drain", "nightly_dispatch", "process_events", "rebuild_batch", "schedule_drain", "sweep"]
@@ -41,7 +41,7 @@ _DRAIN_FLAG_MS = 2_000
 
 def schedule_drain(rt: Runtime, countdown_s: float | None = None) -> None:
     """Queue one drain unless one is already queued (coalesces bursts of events)."""
-    if rt.snapshots.claim_flag("drain", ttl_ms=_DRAIN_FLAG_MS):
+    if rt.coordination.claim_flag("drain", ttl_ms=_DRAIN_FLAG_MS):
         delay = rt.debounce_ms / 1000 if countdown_s is None else countdown_s
         drain.apply_async(countdown=delay)
 
@@ -58,38 +58,32 @@ def process_events(events: list[dict[str, Any]]) -> int:
 
 @shared_task(name="graphrag.drain", **DELIVERY)
 def drain() -> int:
-    """Rebuild dirty foci for a while; one drain runs at a time, and it re-queues itself."""
+    """Rebuild dirty foci for a while, a batch at a time from a shard no other worker holds
+    (service.drain.drain_session); asks for a second drain when more shards wait, so idle workers
+    join in, and re-queues itself while anything is left."""
     rt = current()
-    rt.snapshots.clear_flag("drain")
-    lock = rt.snapshots.named_lock("drain", ttl_ms=rt.drain_lock_ttl_ms)
-    if not lock.acquire(blocking=False):
-        schedule_drain(rt, countdown_s=0.2)
-        return 0
-    try:
-        with kept(lock, every_s=rt.drain_lock_ttl_ms / 3000):
-            written = drain_until(rt.dirty, rt.rebuild, batch=rt.drain_batch,
-                                  debounce_ms=rt.debounce_ms, budget_s=rt.drain_budget_s,
-                                  clock_ms=rt.clock_ms)
-    finally:
-        with contextlib.suppress(LockError):  # expired anyway: a crash-free drain just ends
-            lock.release()
+    rt.coordination.clear_flag("drain")
+    if len(rt.dirty.ready()) > 1:
+        schedule_drain(rt, countdown_s=0)
+    written = drain_session(rt.dirty, rt.coordination, rt.rebuild, batch=rt.drain_batch,
+                            debounce_ms=rt.debounce_ms, budget_s=rt.drain_budget_s,
+                            clock_ms=rt.clock_ms, lock_ttl_ms=rt.drain_lock_ttl_ms,
+                            hold=lambda lease: kept(lease, every_s=rt.drain_lock_ttl_ms / 3000))
     if rt.dirty.size():
-        schedule_drain(rt)
+        schedule_drain(rt, countdown_s=None if written else 0.2)
     return written
 
 
 @contextlib.contextmanager
-def kept(lock: Lock, *, every_s: float) -> Iterator[None]:
-    """Renew ``lock`` from a background thread while the block runs, however long a batch takes;
-    if the process dies the renewals stop and the lock expires after its TTL."""
+def kept(lease: Lease, *, every_s: float) -> Iterator[None]:
+    """Renew ``lease`` from a background thread while the block runs, however long a batch takes;
+    if the process dies the renewals stop and the lease expires after its TTL."""
     stop = threading.Event()
 
     def renew() -> None:
         while not stop.wait(every_s):
-            try:
-                lock.reacquire()
-            except (LockError, RedisError) as err:
-                log.warning("drain lock lost: %s", err)
+            if not lease.renew():
+                log.warning("drain lock lost")
                 return
 
     keeper = threading.Thread(target=renew, name="graphrag-drain-lock", daemon=True)
@@ -105,6 +99,7 @@ def kept(lock: Lock, *, every_s: float) -> Iterator[None]:
 def sweep() -> int:
     """Safety net (beat, every few seconds): queue a drain if anything is dirty."""
     rt = current()
+    rt.dirty.adopt()
     size = rt.dirty.size()
     if size:
         schedule_drain(rt, countdown_s=0)
@@ -118,19 +113,15 @@ def nightly_dispatch(run_id: str | None = None, after_id: int = 0) -> int:
     if run_id is None:
         run_id = uuid.uuid4().hex
         rt.progress.start(run_id, now_ms=rt.clock_ms())
-    for _ in range(rt.pages_per_dispatch):
-        if rt.bulk_backlog() > rt.max_bulk_backlog:
-            nightly_dispatch.apply_async((run_id, after_id), countdown=2)
-            return after_id
-        ids = rt.notes.live_ids_after(after_id, rt.rebuild_page)
-        if not ids:
-            rt.progress.dispatched(run_id, now_ms=rt.clock_ms())
-            return after_id
-        rebuild_batch.apply_async((run_id, ids))
-        after_id = ids[-1]
-        rt.progress.enqueued(run_id, len(ids), last_id=after_id)
-    nightly_dispatch.apply_async((run_id, after_id))
-    return after_id
+    step = dispatch_pages(
+        rt.notes, rt.progress, run_id=run_id, after_id=after_id, pages=rt.pages_per_dispatch,
+        page_size=rt.rebuild_page, backlog=rt.bulk_backlog, max_backlog=rt.max_bulk_backlog,
+        enqueue=lambda ids: rebuild_batch.apply_async((run_id, ids)), now_ms=rt.clock_ms,
+    )
+    if step.state != "finished":
+        delay = 2 if step.state == "waiting" else None
+        nightly_dispatch.apply_async((run_id, step.after_id), countdown=delay)
+    return step.after_id
 
 
 @shared_task(name="graphrag.rebuild_batch", **DELIVERY)
@@ -139,7 +130,7 @@ def rebuild_batch(run_id: str, note_ids: list[int]) -> int:
     rt = current()
     report = rt.rebuild(note_ids)
     rt.progress.done(run_id, len(note_ids), errors=len(report.errors), now_ms=rt.clock_ms())
+    requeue(rt.dirty, report.requeue, now_ms=rt.clock_ms())
     if report.requeue:
-        rt.dirty.add(report.requeue, now_ms=rt.clock_ms())
         schedule_drain(rt)
     return report.count

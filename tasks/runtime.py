@@ -10,11 +10,8 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from storage.dirty import DirtySet
-from storage.progress import RebuildProgress
-from storage.rebuild import RebuildReport
-from storage.snapshots import SnapshotStore
-from storage.sql import NoteStore
+from service.ports import Coordination, DirtyQueue, NoteSource, ProgressLog, SnapshotCache
+from service.rebuild import RebuildReport
 
 __all__ = ["Runtime", "configure", "current"]
 
@@ -23,10 +20,11 @@ __all__ = ["Runtime", "configure", "current"]
 class Runtime:
     """Clients and knobs of one worker process."""
 
-    notes: NoteStore
-    snapshots: SnapshotStore
-    dirty: DirtySet
-    progress: RebuildProgress
+    notes: NoteSource
+    snapshots: SnapshotCache
+    dirty: DirtyQueue
+    coordination: Coordination
+    progress: ProgressLog
     rebuild: Callable[[Iterable[int]], RebuildReport]
     clock_ms: Callable[[], int]
     bulk_backlog: Callable[[], int]

@@ -24,8 +24,9 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.exc import SQLAlchemyError
 
-from storage.context import open_engine
-from storage.sql import NoteStore
+from storage.database import open_engine
+from storage.profiles import admin_2025
+from storage.profiles.doughnut_2025 import Doughnut2025
 
 MYSQL_URL_ENV = "GRAPHRAG_TEST_MYSQL_URL"
 DEFAULT_MYSQL_URL = "mysql+pymysql://root@127.0.0.1:3306"
@@ -76,7 +77,7 @@ def mariadb_database() -> Iterator[URL]:
 
 @contextmanager
 def backend_engine(backend: str, directory: Path) -> Iterator[Engine]:
-    """An engine from :func:`storage.context.open_engine` on a fresh, empty database."""
+    """An engine from :func:`storage.database.open_engine` on a fresh, empty database."""
     if backend == "sqlite":
         engine = open_engine(f"sqlite:///{directory / 't.db'}")
         try:
@@ -107,12 +108,19 @@ def engine(backend: str, tmp_path: Path) -> Iterator[Engine]:
         yield eng
 
 
+def new_store(engine: Engine) -> Doughnut2025:
+    """The ``doughnut-2025`` source on ``engine``, its ``note`` table created (empty) and checked
+    (as a process does at start: the one-time column inspection is not a per-batch statement)."""
+    admin_2025.create_tables(engine)
+    source = Doughnut2025(engine)
+    source.check()
+    return source
+
+
 @pytest.fixture
-def store(engine: Engine) -> NoteStore:
-    """A :class:`NoteStore` on ``engine`` with Doughnut's ``note`` table created (empty)."""
-    s = NoteStore(engine)
-    s.create_table()
-    return s
+def store(engine: Engine) -> Doughnut2025:
+    """The ``doughnut-2025`` source on ``engine`` with Doughnut's ``note`` table created (empty)."""
+    return new_store(engine)
 
 
 @pytest.fixture

@@ -22,9 +22,13 @@ from graphrag import (
     computation,
     run_batch,
 )
+from storage.records import TreeNote
 
 NOW_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 DAY_MS = 86_400_000
+#: Any non-NULL ``deleted_at`` means deleted; a real moment, since MariaDB's TIMESTAMP(3) rejects
+#: the epoch.
+DELETED_AT = dt.datetime(2025, 6, 1, 12, 0, 0, 123000)
 
 
 @dataclass
@@ -55,20 +59,18 @@ class Graph:
         self.notes[note_id] = note
         return note
 
-    def rows(self) -> list[dict[str, Any]]:
-        """The graph as ``note`` table rows (for loading into a database)."""
+    def records(self) -> list[TreeNote]:
+        """The graph as note records (for loading into a database or an in-memory source)."""
         base = dt.datetime(1970, 1, 1)
-        out = []
-        for n in self.notes.values():
-            sk = n.skeleton()
-            out.append({
-                "id": n.id, "parent_id": n.parent_id, "target_note_id": n.target_id,
-                "sibling_order": sk.sibling_order, "topic_constructor": self.title(n),
-                "description": n.details,
-                "created_at": base + dt.timedelta(milliseconds=n.created_at_ms),
-                "deleted_at": dt.datetime(2025, 6, 1) if n.deleted else None,
-            })
-        return out
+        return [
+            TreeNote(
+                id=n.id, title=self.title(n), parent_id=n.parent_id, target_note_id=n.target_id,
+                sibling_order=n.skeleton().sibling_order, details=n.details,
+                created_at=base + dt.timedelta(milliseconds=n.created_at_ms),
+                deleted_at=DELETED_AT if n.deleted else None,
+            )
+            for n in self.notes.values()
+        ]
 
     def title(self, n: Note) -> str:
         if n.title is not None:

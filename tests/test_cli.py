@@ -155,3 +155,11 @@ def test_relationship_bfs_is_accepted_and_ignores_the_seed(sample_db: str) -> No
     two = context(sample_db, note, "--strategy", "relationship-bfs", "--seed", "2")
     assert one.returncode == 0, one.stderr
     assert one.stdout == two.stdout
+
+
+def test_compare_on_a_layout_with_one_strategy_is_a_one_line_error(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'today.db'}"
+    for command in (("db", "init"), ("db", "load-sample")):
+        done = graphrag(*command, "--schema", "doughnut-2026", "--db", url)
+        assert done.returncode == 0, done.stderr
+    assert_one_line_error(graphrag("compare", "5", "--db", url), 1, "focus-context", "doughnut-2026")

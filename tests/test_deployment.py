@@ -27,7 +27,7 @@ from celery import _state as celery_state
 from prometheus_client import CollectorRegistry
 from redbeat.schedulers import RedBeatConfig
 
-from storage.metrics import ReaderMetrics
+from service.metrics import ReaderMetrics
 from worker import celery_app
 from worker.settings import Settings, load_settings
 
@@ -385,8 +385,8 @@ def test_dockerfile_builds_a_non_root_python_311_image() -> None:
 
 def test_dockerfile_copies_everything_pip_install_needs() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    packages = project["tool"]["setuptools"]["packages"]
-    needed = [*packages, "pyproject.toml", project["project"]["readme"]]
+    packages = {p.split(".")[0] for p in project["tool"]["setuptools"]["packages"]}
+    needed = [*sorted(packages), "pyproject.toml", project["project"]["readme"]]
     copied = {Path(part).name for kw, args in instructions() if kw == "COPY"
               for part in args.split()[:-1] if not part.startswith("--")}
     ignored = {ln.strip().strip("/") for ln in DOCKERIGNORE.read_text(encoding="utf-8").splitlines()

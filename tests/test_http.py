@@ -1,4 +1,4 @@
-"""The HTTP surface (DESIGN §7) over a SnapshotReader on fakeredis (with Lua) and SQLite.
+"""The HTTP surface (docs/architecture.md) over a SnapshotReader on fakeredis (with Lua) and SQLite.
 
 Every response goes through :meth:`Http.get`, which also checks that no body carries a traceback.
 """
@@ -20,11 +20,13 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
 from graphrag import Request
-from storage.context import ContextService
-from storage.metrics import ReaderMetrics
-from storage.reader import ReaderConfig, SnapshotReader
-from storage.rebuild import rebuild
-from storage.snapshots import SnapshotStore, decode_envelope
+from service.context import ContextService
+from service.envelope import decode_envelope
+from service.metrics import ReaderMetrics
+from service.reader import ReaderConfig, SnapshotReader
+from service.rebuild import rebuild
+from storage.redis.cache import RedisCache as SnapshotStore
+from storage.redis.coordination import RedisCoordination
 from tests.redis.readers import (
     DELETED_LINK,
     DELETED_NOTE,
@@ -32,6 +34,7 @@ from tests.redis.readers import (
     UNKNOWN_NOTE,
     Clock,
     down_service,
+    snapshot_of,
     sqlite_service,
 )
 from tests.support import NOW_MS
@@ -89,7 +92,7 @@ class Service:
         return self.service.compute(request, strategy).to_json()
 
     def stored(self, focus: int, seed: int = 0) -> bytes:
-        env = self.store.get(focus, "wavefront", seed)
+        env = snapshot_of(self.store, focus, "wavefront", seed)
         assert env is not None
         return orjson.dumps(env.result)
 
@@ -101,9 +104,10 @@ def make_app(service: ContextService, store: SnapshotStore, clock: Clock,
              registry: CollectorRegistry) -> TestClient:
     config = ReaderConfig(strategies=STRATEGIES, seeds=SEEDS, max_token_limit=MAX_LIMIT,
                           layered_limits=LAYERED_LIMITS)
-    reader = SnapshotReader(service, store, config, metrics=ReaderMetrics.create(registry),
-                            clock_ms=clock, rng=FirstSeed())
-    app = create_app(reader, reader_token=TOKEN, registry=registry, health=health_of(store, service))
+    reader = SnapshotReader(service, store, RedisCoordination(store.redis, store.keys), config,
+                            metrics=ReaderMetrics.create(registry), clock_ms=clock, rng=FirstSeed())
+    app = create_app(reader, reader_token=TOKEN, registry=registry,
+                     health=health_of(store, service.store))
     return TestClient(app, raise_server_exceptions=False)
 
 
@@ -291,7 +295,7 @@ def test_database_down_serves_snapshots_and_a_miss_is_503(tmp_path: Path) -> Non
             served = http.get("/notes/10/graph", seed="0")
             assert served.status_code == 200
             assert served.headers["X-Graphrag-Source"] == "stale"
-            env = store.get(10, "wavefront", 0)
+            env = snapshot_of(store, 10, "wavefront", 0)
             assert env is not None and served.content == orjson.dumps(env.result)
             assert_error(http.get("/notes/21/graph"), 503)
             health = http.get("/healthz")

@@ -3,12 +3,13 @@
 import graphrag
 
 EXPECTED = {
-    "COUNTER_NAMES", "STRATEGIES", "CharsCounter", "Computation", "ConfigurationError", "Costing",
+    "COUNTER_NAMES", "CharsCounter", "Computation", "ConfigurationError", "Costing",
     "DatabaseUnavailable", "GraphRagError", "GraphView", "InvalidParameter", "LayeredParams",
     "MissingData", "Need", "NoteNotFound", "OnePerNoteCounter", "Outcome", "Pick", "Ref",
-    "Relation", "Request", "Row", "SchemaMismatch", "Skeleton", "StrategyParams",
-    "TiktokenCounter", "TokenCounter", "WavefrontParams", "computation", "config_hash",
-    "run_batch", "slice_result",
+    "Relation", "Request", "Row", "SchemaMismatch", "Skeleton", "Strategy", "StrategyParams",
+    "TiktokenCounter", "TokenCounter", "WavefrontParams", "check_note_id", "computation",
+    "config_hash", "get_strategy", "register_strategy", "run_batch", "slice_result",
+    "strategy_names", "unregister_strategy",
 }
 
 

@@ -1,7 +1,8 @@
 """The Celery application factory (the entry module is :mod:`worker.app`).
 
-Delivery settings follow DESIGN §6 and §8: late acks, requeue on a lost worker process, prefetch 1,
-time limits well below the broker's visibility timeout, JSON only, no result backend, two queues.
+Delivery settings follow docs/architecture.md ("Delivery"): late acks, requeue on a lost worker
+process, prefetch 1, time limits well below the broker's visibility timeout, JSON only, no result
+backend, two queues.
 Beat runs RedBeat (a Redis lock makes it single-instance, lock timeout 90 s) with the nightly full
 rebuild at ``GRAPHRAG_NIGHTLY_HOUR_UTC`` (expiring before the next run) and a dirty-set sweep.
 Clients are created per process after fork (``tasks.runtime``).
@@ -11,24 +12,17 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from typing import Any
 
-import redis
 from celery import Celery
 from celery.schedules import crontab
 from celery.signals import worker_process_init, worker_ready
 from kombu.exceptions import ChannelError, OperationalError
 
-from storage.dirty import DirtySet
-from storage.progress import RebuildProgress
+from service.events import sibling_radius
 from tasks.jobs import sweep
 from tasks.runtime import Runtime, configure, current
-from worker.compose import (
-    build_redis,
-    build_service,
-    build_snapshot_store,
-    rebuild_notes,
-    wall_ms,
-)
+from worker.compose import Wiring, wall_ms
 from worker.settings import Settings
 
 __all__ = ["build_runtime", "create_celery", "queue_size"]
@@ -36,7 +30,7 @@ __all__ = ["build_runtime", "create_celery", "queue_size"]
 log = logging.getLogger("graphrag.worker")
 
 
-def create_celery(settings: Settings, *, redis_client: redis.Redis | None = None) -> Celery:
+def create_celery(settings: Settings, *, redis_client: Any = None) -> Celery:
     """A configured Celery app whose tasks build their runtime from ``settings`` (and
     ``redis_client`` for the cache when given: the demo's in-process Redis)."""
     celery = Celery("graphrag", broker=settings.broker_url, include=["tasks.jobs"])
@@ -80,19 +74,15 @@ def queue_size(celery: Celery, queue: str) -> int:
         return 0
 
 
-def build_runtime(
-    settings: Settings, celery: Celery, *, redis_client: redis.Redis | None = None
-) -> Runtime:
+def build_runtime(settings: Settings, celery: Celery, *, redis_client: Any = None) -> Runtime:
     """Everything the tasks of one worker process use, wired from ``settings``."""
-    service = build_service(settings)
-    client = redis_client or build_redis(settings)
-    store = build_snapshot_store(settings, client)
-    radius = 15 if "relationship-bfs" in settings.strategies else 4
+    wiring = Wiring(settings, redis_client=redis_client)
     return Runtime(
-        notes=service.store, snapshots=store, dirty=DirtySet(client, store.keys),
-        progress=RebuildProgress(client, store.keys),
-        rebuild=lambda ids: rebuild_notes(settings, service, store, ids), clock_ms=wall_ms,
-        bulk_backlog=lambda: queue_size(celery, "bulk"), sibling_radius=radius,
+        notes=wiring.source, snapshots=wiring.cache, dirty=wiring.dirty,
+        coordination=wiring.coordination, progress=wiring.progress(),
+        rebuild=wiring.rebuild, clock_ms=wall_ms,
+        bulk_backlog=lambda: queue_size(celery, "bulk"),
+        sibling_radius=sibling_radius(wiring.strategies()),
         debounce_ms=settings.debounce_ms, max_bulk_backlog=settings.max_bulk_backlog,
         rebuild_page=settings.rebuild_page,
     )

@@ -1,13 +1,16 @@
-"""The composition root: settings in, wired objects out. Nothing below ``worker`` reads settings."""
+"""The composition root: settings in, wired objects out. Nothing below ``worker`` reads settings.
+
+:class:`Wiring` builds, once per process (after fork), the adapters each port needs — the note
+source of the configured schema profile, the Redis cache, dirty set, coordination and progress —
+and the use cases over them (live compute, rebuild, reader).
+"""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-
-import redis
-from redis.backoff import ExponentialBackoff
-from redis.retry import Retry
+from functools import cached_property
+from typing import Any
 
 from graphrag import (
     CharsCounter,
@@ -16,28 +19,30 @@ from graphrag import (
     TiktokenCounter,
     TokenCounter,
 )
-from graphrag.errors import ConfigurationError
-from storage.context import ContextService, open_engine
-from storage.dirty import DirtySet
+from graphrag.focus_types import FocusContextParams
+from service.context import ContextService
+from service.drain import requeue
+from service.metrics import ReaderMetrics
+from service.ports import NoteSource
+from service.reader import ReaderConfig, SnapshotReader
+from service.rebuild import RebuildReport, rebuild
+from storage.database import open_engine
 from storage.encodings import load_cl100k
-from storage.metrics import ReaderMetrics
-from storage.reader import ReaderConfig, SnapshotReader
-from storage.rebuild import RebuildReport, rebuild
-from storage.snapshots import SnapshotStore
-from storage.sql import NoteStore
+from storage.profiles import open_source
+from storage.redis.cache import RedisCache
+from storage.redis.client import build_client
+from storage.redis.coordination import RedisCoordination
+from storage.redis.keys import Keys
+from storage.redis.progress import RedisProgress
+from storage.redis.queue import RedisDirtySet
 from worker.settings import Settings
 
-__all__ = [
-    "build_counter",
-    "build_reader",
-    "build_redis",
-    "build_service",
-    "build_snapshot_store",
-    "build_store",
-    "reader_config",
-    "rebuild_notes",
-    "wall_ms",
-]
+__all__ = ["Wiring", "build_counter", "build_source", "wall_ms"]
+
+
+def wall_ms() -> int:
+    """The wall clock in epoch milliseconds (read here, at the root, and passed down)."""
+    return time.time_ns() // 1_000_000
 
 
 def build_counter(name: str, settings: Settings) -> TokenCounter:
@@ -49,62 +54,93 @@ def build_counter(name: str, settings: Settings) -> TokenCounter:
     return TiktokenCounter(load_cl100k(settings.tiktoken_file).encode_ordinary)
 
 
-def build_store(settings: Settings) -> NoteStore:
-    return NoteStore(open_engine(settings.database_url), in_chunk=settings.in_chunk)
+def build_source(settings: Settings) -> NoteSource:
+    """The note source of ``GRAPHRAG_SCHEMA`` on ``GRAPHRAG_DATABASE_URL``."""
+    return open_source(open_engine(settings.database_url), settings.schema_name,
+                       in_chunk=settings.in_chunk)
 
 
-def build_service(settings: Settings, counter_name: str | None = None) -> ContextService:
-    counter = build_counter(counter_name or settings.token_counter, settings)
-    return ContextService(build_store(settings), counter, StrategyParams())
+def strategy_params(settings: Settings) -> StrategyParams:
+    """The tuning the settings ask for (every choice is part of the snapshots' configHash)."""
+    if settings.focus_context_dedupe == "doughnut":
+        return StrategyParams()
+    return StrategyParams(focus_context=FocusContextParams(dedupe_across_depths=True))
 
 
-def build_redis(settings: Settings) -> redis.Redis:
-    """A Redis client with short timeouts and one quick retry: a reader must fail over fast."""
-    timeout_s = settings.redis_timeout_ms / 1000
-    try:
-        return redis.Redis.from_url(
-            settings.redis_url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s,
-            retry=Retry(ExponentialBackoff(cap=0.05, base=0.005), retries=1),
-            health_check_interval=30,
+class Wiring:
+    """Every adapter and use case of one process, built lazily from ``settings``.
+
+    ``redis_client`` replaces the client the settings describe (the demo's in-process Redis).
+    """
+
+    def __init__(self, settings: Settings, *, redis_client: Any = None,
+                 counter_name: str | None = None) -> None:
+        self.settings, self._client, self._counter_name = settings, redis_client, counter_name
+
+    @cached_property
+    def source(self) -> NoteSource:
+        return build_source(self.settings)
+
+    @cached_property
+    def service(self) -> ContextService:
+        counter = build_counter(self._counter_name or self.settings.token_counter, self.settings)
+        return ContextService(self.source, counter, strategy_params(self.settings))
+
+    @cached_property
+    def client(self) -> Any:
+        return self._client or build_client(self.settings.redis_url,
+                                            timeout_ms=self.settings.redis_timeout_ms)
+
+    @cached_property
+    def keys(self) -> Keys:
+        return Keys(self.settings.redis_prefix)
+
+    @cached_property
+    def cache(self) -> RedisCache:
+        s = self.settings
+        return RedisCache(self.client, prefix=s.redis_prefix, soft_ttl_s=s.soft_ttl_s,
+                          hard_ttl_s=s.hard_ttl_s)
+
+    @cached_property
+    def dirty(self) -> RedisDirtySet:
+        return RedisDirtySet(self.client, self.keys, shards=self.settings.dirty_shards)
+
+    @cached_property
+    def coordination(self) -> RedisCoordination:
+        return RedisCoordination(self.client, self.keys)
+
+    def progress(self, name: str = "nightly") -> RedisProgress:
+        return RedisProgress(self.client, self.keys, name)
+
+    def strategies(self) -> tuple[str, ...]:
+        """The strategies kept as snapshots (asks the source's model only when not configured)."""
+        s = self.settings
+        if s.strategies:
+            return s.strategies
+        return (s.strategy,) if s.strategy else s.strategies_for(self.source.model)
+
+    def reader_config(self) -> ReaderConfig:
+        """What the reader serves; the kept strategies are resolved at its first read when they
+        depend on the database's layout (a reader may start while the database is down)."""
+        s = self.settings
+        return ReaderConfig(
+            strategies=self.strategies if s.strategies is None and s.strategy is None
+            else self.strategies(), seeds=s.seeds, max_token_limit=s.max_token_limit,
+            layered_limits=s.layered_limits, lock_ttl_ms=s.lock_ttl_ms, lock_wait_ms=s.lock_wait_ms,
         )
-    except ValueError as err:
-        raise ConfigurationError(f"GRAPHRAG_REDIS_URL: {err}") from err
 
+    def reader(self, *, metrics: ReaderMetrics | None = None,
+               on_stale: Callable[[int], None] | None = None) -> SnapshotReader:
+        return SnapshotReader(
+            self.service, self.cache, self.coordination, self.reader_config(), metrics=metrics,
+            on_stale=on_stale, on_raced=lambda note_id: requeue(self.dirty, [note_id], now_ms=wall_ms()),
+        )
 
-def build_snapshot_store(settings: Settings, client: redis.Redis) -> SnapshotStore:
-    return SnapshotStore(client, prefix=settings.redis_prefix, soft_ttl_s=settings.soft_ttl_s,
-                         hard_ttl_s=settings.hard_ttl_s)
-
-
-def reader_config(settings: Settings) -> ReaderConfig:
-    return ReaderConfig(
-        strategies=settings.strategies, seeds=settings.seeds,
-        max_token_limit=settings.max_token_limit, layered_limits=settings.layered_limits,
-        lock_ttl_ms=settings.lock_ttl_ms, lock_wait_ms=settings.lock_wait_ms,
-    )
-
-
-def build_reader(
-    settings: Settings, service: ContextService, store: SnapshotStore, *,
-    metrics: ReaderMetrics | None = None, on_stale: Callable[[int], None] | None = None,
-) -> SnapshotReader:
-    dirty = DirtySet(store.redis, store.keys)
-    return SnapshotReader(service, store, reader_config(settings), metrics=metrics,
-                          on_stale=on_stale,
-                          on_raced=lambda note_id: dirty.add([note_id], now_ms=wall_ms()))
-
-
-def wall_ms() -> int:
-    """The wall clock in epoch milliseconds (read here, at the root, and passed down)."""
-    return time.time_ns() // 1_000_000
-
-
-def rebuild_notes(
-    settings: Settings, service: ContextService, store: SnapshotStore, note_ids: Iterable[int],
-    *, progress: Callable[[int], None] | None = None,
-) -> RebuildReport:
-    """Rebuild every configured snapshot (strategies x seeds [x layered limits]) of ``note_ids``."""
-    return rebuild(service, store, note_ids, strategies=settings.strategies, seeds=settings.seeds,
-                   max_token_limit=settings.max_token_limit,
-                   layered_limits=settings.layered_limits, now_ms=wall_ms(),
-                   epoch_size=settings.rebuild_page, progress=progress)
+    def rebuild(self, note_ids: Iterable[int], *,
+                progress: Callable[[int], None] | None = None) -> RebuildReport:
+        """Rebuild every configured snapshot (strategies x seeds [x layered limits])."""
+        s = self.settings
+        return rebuild(self.service, self.cache, note_ids, strategies=self.strategies(),
+                       seeds=s.seeds, max_token_limit=s.max_token_limit,
+                       layered_limits=s.layered_limits, now_ms=wall_ms(),
+                       epoch_size=s.rebuild_page, progress=progress)

@@ -1,4 +1,4 @@
-"""The HTTP surface: Doughnut's GraphRAGResult from snapshots, health and metrics (DESIGN §7).
+"""The HTTP surface: Doughnut's GraphRAGResult from snapshots, health and metrics.
 
 ``POST /webhooks/note-events`` takes Doughnut's signed note-edit events (:mod:`worker.webhook`).
 ``GET /notes/{id}/graph?tokenLimit=&seed=&strategy=`` and Doughnut's own path
@@ -14,9 +14,10 @@ from __future__ import annotations
 import hmac
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Annotated, Any
 
-from fastapi import FastAPI, Header, Query
+from fastapi import Depends, FastAPI, Header, Query
 from fastapi import Request as HttpRequest
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
@@ -25,8 +26,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from graphrag import DatabaseUnavailable, GraphRagError, InvalidParameter, NoteNotFound
-from storage.reader import SnapshotReader, Unavailable
-from storage.snapshots import CacheUnavailable
+from graphrag.errors import CacheUnavailable, Forbidden, Unavailable
+from graphrag.wiki import Viewer
+from service.reader import Served, SnapshotReader
 from worker.webhook import MAX_BODY_BYTES, WebhookReceiver
 
 __all__ = ["create_app"]
@@ -49,6 +51,30 @@ def _int(name: str, value: str | None, *, minimum: int = 0) -> int | None:
     return number
 
 
+@dataclass
+class _DoughnutQuery:
+    """Doughnut's parameters (its own paths choose the strategy of the database's layout)."""
+
+    token_limit: Annotated[str | None, Query(alias="tokenLimit")] = None
+    seed: Annotated[str | None, Query()] = None
+    viewer: Annotated[str | None, Query(description="user id whose view (today's Doughnut)")] = None
+    authorization: Annotated[str | None, Header()] = None
+
+    def plain(self) -> _Query:
+        return _Query(self.token_limit, self.seed, None, self.viewer, self.authorization)
+
+
+@dataclass
+class _Query:
+    """The parameters of a read (``authorization`` is declared for OpenAPI; BearerGate checks it)."""
+
+    token_limit: Annotated[str | None, Query(alias="tokenLimit")] = None
+    seed: Annotated[str | None, Query()] = None
+    strategy: Annotated[str | None, Query()] = None
+    viewer: Annotated[str | None, Query(description="user id whose view (today's Doughnut)")] = None
+    authorization: Annotated[str | None, Header()] = None
+
+
 def _error(status: int, message: str, **extra: Any) -> JSONResponse:
     return JSONResponse({"error": message, **extra}, status_code=status)
 
@@ -64,33 +90,38 @@ def create_app(
     app = FastAPI(title="Graph RAG snapshots for Doughnut", version="1")
     expected = f"Bearer {reader_token}".encode()
 
-    def serve(note_id: str, token_limit: str | None, seed: str | None, strategy: str | None,
-              authorization: str | None) -> Response:
-        del authorization  # declared for the OpenAPI description; BearerGate has checked it
-        served = reader.get(
-            _int("noteId", note_id), token_limit=_int("tokenLimit", token_limit, minimum=1),  # type: ignore[arg-type]
-            seed=_int("seed", seed, minimum=-(2**63)), strategy=strategy,
+    def read(note_id: str, q: _Query, fmt: str = "json") -> Served:
+        viewer = _int("viewer", q.viewer)
+        return reader.get(
+            _int("noteId", note_id) or 0, token_limit=_int("tokenLimit", q.token_limit, minimum=1),
+            seed=_int("seed", q.seed, minimum=-(2**63)), strategy=q.strategy,
+            viewer=None if viewer is None else Viewer(user_id=viewer), fmt=fmt,
         )
+
+    def respond(served: Served, media_type: str = "application/json",
+                content: bytes | None = None) -> Response:
         headers = {"X-Graphrag-Source": served.source, "X-Graphrag-Age": str(int(served.age_s))}
-        return Response(served.body, media_type="application/json", headers=headers)
+        return Response(served.body if content is None else content, media_type=media_type,
+                        headers=headers)
 
-    @app.get("/notes/{note_id}/graph", summary="GraphRAGResult of a note")
-    def graph(
-        note_id: str,
-        token_limit: Annotated[str | None, Query(alias="tokenLimit")] = None,
-        seed: Annotated[str | None, Query()] = None,
-        strategy: Annotated[str | None, Query()] = None,
-        authorization: Annotated[str | None, Header()] = None,
-    ) -> Response:
-        return serve(note_id, token_limit, seed, strategy, authorization)
+    @app.get("/notes/{note_id}/graph", summary="The context of a note (JSON)")
+    def graph(note_id: str, q: Annotated[_Query, Depends()]) -> Response:
+        return respond(read(note_id, q))
 
-    @app.get("/api/notes/{note_id}/graph", summary="Doughnut's own path: GraphRAGResult of a note")
-    def doughnut_graph(
-        note_id: str,
-        token_limit: Annotated[str | None, Query(alias="tokenLimit")] = None,
-        authorization: Annotated[str | None, Header()] = None,
-    ) -> Response:
-        return serve(note_id, token_limit, None, None, authorization)
+    @app.get("/notes/{note_id}/context.md", summary="The context of a note as LLM-ready markdown")
+    def context_markdown(note_id: str, q: Annotated[_Query, Depends()]) -> Response:
+        served = read(note_id, q, "markdown")
+        text = (served.text or "").encode("utf-8", "replace")
+        return respond(served, "text/markdown; charset=utf-8", text)
+
+    @app.get("/api/notes/{note_id}/graph", summary="Doughnut's own path: the context of a note")
+    def doughnut_graph(note_id: str, q: Annotated[_DoughnutQuery, Depends()]) -> Response:
+        return respond(read(note_id, q.plain()))
+
+    @app.get("/api/notes/{note_id}/ai-context-markdown",
+             summary="Doughnut's own path: the context as markdown, {\"markdown\": ...}")
+    def doughnut_markdown(note_id: str, q: Annotated[_DoughnutQuery, Depends()]) -> Response:
+        return respond(read(note_id, q.plain(), "markdown"))
 
     @app.post("/webhooks/note-events", status_code=202, summary="Doughnut note-edit events")
     async def note_events(request: HttpRequest) -> JSONResponse:
@@ -170,6 +201,10 @@ def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(NoteNotFound)
     async def not_found(_: HttpRequest, err: Exception) -> JSONResponse:
         return _error(404, str(err))
+
+    @app.exception_handler(Forbidden)
+    async def forbidden(_: HttpRequest, err: Exception) -> JSONResponse:
+        return _error(403, str(err))
 
     @app.exception_handler(GraphRagError)
     async def unavailable(_: HttpRequest, err: Exception) -> JSONResponse:

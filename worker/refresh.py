@@ -11,9 +11,9 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from graphrag import GraphRagError
-from storage.dirty import DirtySet
-from storage.rebuild import RebuildReport
-from storage.snapshots import SnapshotStore
+from service.drain import requeue
+from service.ports import Coordination, DirtyQueue
+from service.rebuild import RebuildReport
 from worker.compose import wall_ms
 
 __all__ = ["BackgroundRefresher"]
@@ -24,8 +24,9 @@ log = logging.getLogger("graphrag.refresh")
 class BackgroundRefresher:
     """Callable ``(note_id) -> None`` that queues a rebuild of the note on a background thread."""
 
-    def __init__(self, rebuild_one: Callable[[int], object], store: SnapshotStore) -> None:
-        self._rebuild_one, self._store = rebuild_one, store
+    def __init__(self, rebuild_one: Callable[[int], object], coordination: Coordination,
+                 dirty: DirtyQueue) -> None:
+        self._rebuild_one, self._coordination, self._dirty = rebuild_one, coordination, dirty
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="graphrag-refresh")
 
     def __call__(self, note_id: int) -> None:
@@ -34,14 +35,14 @@ class BackgroundRefresher:
     def _refresh(self, note_id: int) -> None:
         try:
             report = self._rebuild_one(note_id)
-            if isinstance(report, RebuildReport) and report.requeue:
-                # an edit raced the refresh (DESIGN §4): the workers redo it from the dirty set
-                DirtySet(self._store.redis, self._store.keys).add(report.requeue, now_ms=wall_ms())
+            if isinstance(report, RebuildReport):
+                # an edit raced the refresh: the workers redo it from the dirty set
+                requeue(self._dirty, report.requeue, now_ms=wall_ms())
         except GraphRagError as err:
             log.warning("refresh of note %s failed: %s", note_id, err)
         finally:
             try:
-                self._store.release_refresh(note_id)
+                self._coordination.release_refresh(note_id)
             except GraphRagError as err:
                 log.warning("could not release the refresh claim of note %s: %s", note_id, err)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import redis
 from celery import Celery
 from fastapi import FastAPI
 from kombu.exceptions import OperationalError
@@ -13,17 +12,10 @@ from prometheus_client import CollectorRegistry
 
 from graphrag import GraphRagError
 from graphrag.errors import ConfigurationError
-from storage.context import ContextService
-from storage.metrics import ReaderMetrics
-from storage.snapshots import SnapshotStore
+from service.metrics import ReaderMetrics
+from service.ports import NoteSource, SnapshotCache
 from worker.celery_app import create_celery
-from worker.compose import (
-    build_reader,
-    build_redis,
-    build_service,
-    build_snapshot_store,
-    rebuild_notes,
-)
+from worker.compose import Wiring
 from worker.http import create_app
 from worker.refresh import BackgroundRefresher
 from worker.settings import Settings
@@ -32,12 +24,12 @@ from worker.webhook import EnqueueFailed, WebhookReceiver
 __all__ = ["build_http_app", "celery_enqueuer", "health_of"]
 
 
-def health_of(store: SnapshotStore, service: ContextService) -> Callable[[], dict[str, str]]:
+def health_of(store: SnapshotCache, source: NoteSource) -> Callable[[], dict[str, str]]:
     """``/healthz``'s report: Redis and the database, each ``"ok"`` or the reason it is not."""
 
     def health() -> dict[str, str]:
         report = {}
-        for name, check in (("redis", store.ping), ("database", service.store.ping)):
+        for name, check in (("redis", store.ping), ("database", source.ping)):
             try:
                 check()
                 report[name] = "ok"
@@ -49,7 +41,7 @@ def health_of(store: SnapshotStore, service: ContextService) -> Callable[[], dic
 
 
 def build_http_app(
-    settings: Settings, *, redis_client: redis.Redis | None = None, celery: Celery | None = None
+    settings: Settings, *, redis_client: Any = None, celery: Celery | None = None
 ) -> FastAPI:
     """The app ``graphrag serve`` runs; refuses to start without a reader token.
 
@@ -57,22 +49,20 @@ def build_http_app(
     """
     if settings.reader_token is None or not settings.reader_token.get_secret_value():
         raise ConfigurationError("GRAPHRAG_READER_TOKEN must be set to serve snapshots over HTTP")
-    service = build_service(settings)
-    store = build_snapshot_store(settings, redis_client or build_redis(settings))
+    wiring = Wiring(settings, redis_client=redis_client)
     registry = CollectorRegistry()
-    refresher = BackgroundRefresher(
-        lambda note_id: rebuild_notes(settings, service, store, [note_id]), store
-    )
-    reader = build_reader(settings, service, store, metrics=ReaderMetrics.create(registry),
-                          on_stale=refresher)
+    refresher = BackgroundRefresher(lambda note_id: wiring.rebuild([note_id]), wiring.coordination,
+                                    wiring.dirty)
+    reader = wiring.reader(metrics=ReaderMetrics.create(registry), on_stale=refresher)
 
     webhook = None
     if settings.webhook_secret is not None:
-        webhook = WebhookReceiver(settings.webhook_secret.get_secret_value(), store,
+        webhook = WebhookReceiver(settings.webhook_secret.get_secret_value(), wiring.coordination,
                                   celery_enqueuer(celery or create_celery(settings)),
                                   max_events=settings.webhook_max_events)
     return create_app(reader, reader_token=settings.reader_token.get_secret_value(),
-                      registry=registry, health=health_of(store, service), webhook=webhook)
+                      registry=registry, health=health_of(wiring.cache, wiring.source),
+                      webhook=webhook)
 
 
 def celery_enqueuer(celery: Celery) -> Callable[[list[dict[str, Any]]], None]:

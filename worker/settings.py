@@ -14,8 +14,8 @@ from typing import Annotated, Literal
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from graphrag import strategy_names
 from graphrag.errors import ConfigurationError
-from graphrag.params import STRATEGIES
 
 __all__ = ["DEFAULT_DATABASE_URL", "Settings", "load_settings"]
 
@@ -28,17 +28,24 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="GRAPHRAG_", frozen=True, extra="ignore")
 
     database_url: str = DEFAULT_DATABASE_URL
-    strategy: Literal["wavefront", "layered", "relationship-bfs"] = "wavefront"
+    #: table layout of Doughnut's database: ``auto`` (detected) or a profile name
+    schema_name: str = Field(default="auto", validation_alias=AliasChoices("GRAPHRAG_SCHEMA",
+                                                                         "schema_name"))
+    #: default strategy; None: the first registered strategy of the database's graph model
+    strategy: str | None = None
     token_counter: Literal["tiktoken", "chars", "one-per-note"] = "tiktoken"
     tiktoken_file: Path | None = None
     max_token_limit: int = Field(default=5000, ge=1, le=1_000_000)
     seeds: Annotated[tuple[int, ...], NoDecode] = (0,)
     in_chunk: int = Field(default=100, ge=1, le=1000)
+    #: focus-context: ``doughnut`` keeps Doughnut's cross-depth duplicates, ``across-depths`` drops them
+    focus_context_dedupe: Literal["doughnut", "across-depths"] = "doughnut"
     # Snapshots in Redis
     redis_url: str = "redis://127.0.0.1:6379/0"
     redis_prefix: str = Field(default="graphrag:v1", min_length=1)
     redis_timeout_ms: int = Field(default=500, ge=10, le=60_000)
-    strategies: Annotated[tuple[str, ...], NoDecode] = ("wavefront",)
+    #: strategies kept as snapshots; None: the default strategy only
+    strategies: Annotated[tuple[str, ...] | None, NoDecode] = None
     layered_limits: Annotated[tuple[int, ...], NoDecode] = (2500, 5000)
     soft_ttl_s: int = Field(default=86_400, ge=1)
     hard_ttl_s: int = Field(default=7 * 86_400, ge=1)
@@ -54,6 +61,8 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("CELERY_BROKER_URL", "GRAPHRAG_BROKER_URL", "broker_url"),
     )
     debounce_ms: int = Field(default=50, ge=0, le=60_000)
+    #: Shards of the dirty set: how many workers can drain edits at once (docs/architecture.md).
+    dirty_shards: int = Field(default=16, ge=1, le=256)
     nightly_hour_utc: int = Field(default=3, ge=0, le=23)
     visibility_timeout_s: int = Field(default=900, ge=60)
     task_time_limit_s: int = Field(default=300, ge=10)
@@ -87,11 +96,36 @@ class Settings(BaseSettings):
 
     @field_validator("strategies")
     @classmethod
-    def _known_strategies(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        unknown = [s for s in value if s not in STRATEGIES]
-        if unknown:
-            raise ValueError(f"unknown strategy {unknown[0]!r}; choose from {', '.join(STRATEGIES)}")
+    def _known_strategies(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        for name in value or ():
+            _known(name)
         return value
+
+    @field_validator("strategy")
+    @classmethod
+    def _known_strategy(cls, value: str | None) -> str | None:
+        return None if value is None else _known(value)
+
+    @field_validator("schema_name")
+    @classmethod
+    def _known_schema(cls, value: str) -> str:
+        from storage.profiles import SCHEMAS  # a light module; the layer rule allows worker -> storage
+
+        if value not in SCHEMAS:
+            raise ValueError(f"unknown schema {value!r}; choose from {', '.join(SCHEMAS)}")
+        return value
+
+    def strategies_for(self, model: str) -> tuple[str, ...]:
+        """The strategies kept as snapshots, for a database of graph ``model``."""
+        return self.strategies or (self.default_strategy(model),)
+
+    def default_strategy(self, model: str) -> str:
+        """GRAPHRAG_STRATEGY, else the first strategy of ``model``, else the first kept one."""
+        if self.strategy is not None:
+            return self.strategy
+        if self.strategies:
+            return self.strategies[0]
+        return strategy_names(model)[0]
 
     @model_validator(mode="after")
     def _ttls_in_order(self) -> Settings:
@@ -101,6 +135,12 @@ class Settings(BaseSettings):
             raise ValueError("GRAPHRAG_TASK_TIME_LIMIT_S must stay well below "
                              "GRAPHRAG_VISIBILITY_TIMEOUT_S (a running task would be redelivered)")
         return self
+
+
+def _known(name: str) -> str:
+    if name not in strategy_names():
+        raise ValueError(f"unknown strategy {name!r}; choose from {', '.join(strategy_names())}")
+    return name
 
 
 def load_settings(**overrides: object) -> Settings:

@@ -19,33 +19,50 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, model_validator
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from graphrag import GraphRagError
-from storage.events import EVENT_TYPES
-from storage.snapshots import SnapshotStore
+from service.events import EVENT_TYPES, SUBJECTS
+from service.ports import Coordination
 
 __all__ = ["MAX_BODY_BYTES", "WebhookReceiver"]
 
 MAX_BODY_BYTES = 2 * 1024 * 1024
 _REPLAY_WINDOW_S = 15 * 60  # longer than the ±5 min the signature's timestamp may be off
 NoteId = Annotated[StrictInt, Field(ge=0, le=2**32 - 1)]
+MAX_LINK_TARGETS = 10_000
 
 
 class _Refs(BaseModel):
+    """Where a note (or folder) sat: the 2025 tree's parent and target, or 2026's folder, notebook
+    and resolved link targets (a folder's own notebook and parent folder)."""
+
     model_config = ConfigDict(extra="forbid")
     parentId: NoteId | None = None
     targetNoteId: NoteId | None = None
+    folderId: NoteId | None = None
+    notebookId: NoteId | None = None
+    parentFolderId: NoteId | None = None
+    linkTargets: list[NoteId] | None = Field(default=None, max_length=MAX_LINK_TARGETS)
 
 
 class _Event(BaseModel):
     model_config = ConfigDict(extra="ignore")
     type: Literal[EVENT_TYPES]  # type: ignore[valid-type]
-    noteId: NoteId
+    noteId: NoteId | None = None
+    folderId: NoteId | None = None
+    notebookId: NoteId | None = None
     occurredAt: dt.datetime
     before: _Refs | None = None
     after: _Refs | None = None
+
+    @model_validator(mode="after")
+    def _names_its_subject(self) -> _Event:
+        subject = SUBJECTS[self.type.split(".", 1)[0]]
+        if getattr(self, subject) is None:
+            raise ValueError(f"a {self.type} event needs {subject}")
+        return self
 
 
 class _Payload(BaseModel):
@@ -72,7 +89,7 @@ def _reason(err: ValidationError) -> str:
 class WebhookReceiver:
     """Turns one HTTP delivery into one queued task, or a precise 4xx/503."""
 
-    def __init__(self, secret: str, guard: SnapshotStore,
+    def __init__(self, secret: str, guard: Coordination,
                  enqueue: Callable[[list[dict[str, Any]]], None], *, max_events: int) -> None:
         self._webhook = Webhook(secret)
         self._guard, self._enqueue, self._max_events = guard, enqueue, max_events
@@ -101,7 +118,7 @@ class WebhookReceiver:
             payload = _Payload.model_validate(raw)
         except ValidationError as err:
             return Reply(400, {"error": _reason(err)})
-        return [e.model_dump(mode="json") for e in payload.events]
+        return [e.model_dump(mode="json", exclude_none=True) for e in payload.events]
 
     def _deliver(self, webhook_id: str, events: list[dict[str, Any]]) -> Reply:
         """Enqueue unless already seen; mark as seen only once enqueued, so nothing is lost.
@@ -109,7 +126,7 @@ class WebhookReceiver:
         Two concurrent deliveries of one id may both be enqueued: processing is idempotent.
         """
         try:
-            if self._guard.seen(webhook_id):
+            if self._guard.seen_delivery(webhook_id):
                 return Reply(409, {"error": f"webhook {webhook_id[:64]!r} was already received"})
         except GraphRagError as err:
             return Reply(503, {"error": f"cannot check for replays: {err}"})
@@ -118,5 +135,5 @@ class WebhookReceiver:
         except EnqueueFailed as err:
             return Reply(503, {"error": f"cannot enqueue: {err}"})
         with contextlib.suppress(GraphRagError):  # enqueued: a later replay is merely redundant
-            self._guard.claim_once(webhook_id, ttl_s=_REPLAY_WINDOW_S)
+            self._guard.claim_delivery(webhook_id, ttl_s=_REPLAY_WINDOW_S)
         return Reply(202, {"accepted": len(events)})

@@ -1,8 +1,9 @@
-"""``POST /webhooks/note-events`` input handling (issue 4, DESIGN §6), fast and without a worker.
+"""``POST /webhooks/note-events`` input handling (docs/architecture.md), fast and without a worker.
 
 The real ASGI app from :func:`worker.http.create_app` is driven through FastAPI's TestClient. Its
 :class:`~worker.webhook.WebhookReceiver` enqueues into a recording list (or raises ``EnqueueFailed``
-on demand) and guards replays with a :class:`~storage.snapshots.SnapshotStore` on fakeredis (Lua).
+on demand) and guards replays with a :class:`~storage.redis.coordination.RedisCoordination` on
+fakeredis.
 Deliveries are signed with the ``standardwebhooks`` library, as a Standard Webhooks sender does.
 
 Every rejected delivery must leave the recording empty: nothing reaches the queue unless it is
@@ -30,11 +31,15 @@ from prometheus_client import CollectorRegistry
 from standardwebhooks.webhooks import Webhook
 
 from graphrag import CharsCounter, StrategyParams
-from storage.context import ContextService, open_engine
-from storage.events import NoteEvent
-from storage.reader import ReaderConfig, SnapshotReader
-from storage.snapshots import SnapshotStore
-from storage.sql import NoteStore
+from service.context import ContextService
+from service.events import NoteEvent
+from service.reader import ReaderConfig, SnapshotReader
+from storage.database import open_engine
+from storage.profiles.admin_2025 import create_tables
+from storage.profiles.doughnut_2025 import Doughnut2025 as NoteStore
+from storage.redis.cache import RedisCache
+from storage.redis.coordination import RedisCoordination
+from storage.redis.keys import Keys
 from worker.celery_app import create_celery
 from worker.http import create_app
 from worker.server import celery_enqueuer
@@ -86,10 +91,20 @@ def server() -> fakeredis.FakeServer:
     return fakeredis.FakeServer()
 
 
+def coordination(client: fakeredis.FakeRedis) -> RedisCoordination:
+    return RedisCoordination(client, Keys(f"graphrag-e2e-fast:{uuid.uuid4().hex}:v1"))
+
+
+def reader_on(engine: Any, guard: RedisCoordination) -> SnapshotReader:
+    """A reader the webhook tests never use but the app needs (on the guard's Redis)."""
+    cache = RedisCache(guard.redis, prefix=guard.keys.prefix)
+    return SnapshotReader(ContextService(NoteStore(engine), CharsCounter(), StrategyParams()), cache,
+                          guard, ReaderConfig())
+
+
 @pytest.fixture
-def guard(server: fakeredis.FakeServer) -> SnapshotStore:
-    client = fakeredis.FakeRedis(server=server)
-    return SnapshotStore(client, prefix=f"graphrag-e2e-fast:{uuid.uuid4().hex}:v1")
+def guard(server: fakeredis.FakeServer) -> RedisCoordination:
+    return coordination(fakeredis.FakeRedis(server=server))
 
 
 @pytest.fixture
@@ -98,12 +113,10 @@ def recorder() -> Recorder:
 
 
 @pytest.fixture
-def client(tmp_path: Path, guard: SnapshotStore, recorder: Recorder) -> Iterator[TestClient]:
+def client(tmp_path: Path, guard: RedisCoordination, recorder: Recorder) -> Iterator[TestClient]:
     engine = open_engine(f"sqlite:///{tmp_path / 'notes.db'}")
-    notes = NoteStore(engine)
-    notes.create_table()  # the webhook never reads it: the reader needs a service all the same
-    reader = SnapshotReader(ContextService(notes, CharsCounter(), StrategyParams()), guard,
-                            ReaderConfig())
+    create_tables(engine)  # the webhook never reads it: the reader needs a service all the same
+    reader = reader_on(engine, guard)
     receiver = WebhookReceiver(SECRET, guard, recorder, max_events=MAX_EVENTS)
     app = create_app(reader, reader_token=TOKEN, registry=CollectorRegistry(),
                      health=lambda: {"redis": "ok"}, webhook=receiver)
@@ -425,9 +438,7 @@ def test_an_unreachable_replay_guard_is_503_and_nothing_is_enqueued(
 
 def test_without_a_secret_the_route_answers_503(tmp_path: Path) -> None:
     engine = open_engine(f"sqlite:///{tmp_path / 'notes.db'}")
-    guard = SnapshotStore(fakeredis.FakeRedis(), prefix=f"graphrag-e2e-fast:{uuid.uuid4().hex}:v1")
-    reader = SnapshotReader(ContextService(NoteStore(engine), CharsCounter(), StrategyParams()), guard,
-                            ReaderConfig())
+    reader = reader_on(engine, coordination(fakeredis.FakeRedis()))
     app = create_app(reader, reader_token=TOKEN, registry=CollectorRegistry(),
                      health=lambda: {"redis": "ok"})
     body = payload(event())
@@ -439,13 +450,12 @@ def test_without_a_secret_the_route_answers_503(tmp_path: Path) -> None:
 
 
 def test_an_unreachable_broker_is_503_through_the_real_celery_enqueuer(
-    tmp_path: Path, guard: SnapshotStore
+    tmp_path: Path, guard: RedisCoordination
 ) -> None:
     """The production enqueuer on a broker nothing listens on: 503, nothing claimed, retry works."""
     settings = Settings(**{"CELERY_BROKER_URL": "redis://127.0.0.1:1/0"})  # type: ignore[arg-type]
     engine = open_engine(f"sqlite:///{tmp_path / 'notes.db'}")
-    reader = SnapshotReader(ContextService(NoteStore(engine), CharsCounter(), StrategyParams()), guard,
-                            ReaderConfig())
+    reader = reader_on(engine, guard)
     working = Recorder()
     enqueue = celery_enqueuer(create_celery(settings))
     broker_up = False

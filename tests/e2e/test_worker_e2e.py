@@ -33,11 +33,13 @@ from sqlalchemy.engine import Engine
 from standardwebhooks.webhooks import Webhook
 
 from graphrag import NoteNotFound, Request
-from storage.audit import audit
-from storage.context import ContextService, open_engine
-from storage.dirty import DirtySet
-from storage.snapshots import Envelope, SnapshotStore, decode_envelope
-from storage.sql import NoteStore
+from service.audit import audit
+from service.context import ContextService
+from service.envelope import Envelope, decode_envelope
+from storage.database import open_engine
+from storage.profiles.admin_2025 import create_tables, insert_notes
+from storage.redis.cache import RedisCache as SnapshotStore
+from storage.redis.queue import RedisDirtySet as DirtySet
 from tests.conftest import mariadb_database, url_string
 from tests.e2e.conftest import (
     FIGURES,
@@ -49,9 +51,9 @@ from tests.e2e.conftest import (
     wait_until,
     worker_env,
 )
-from tests.storage.graphs import all_uris, db_rows
+from tests.storage.graphs import all_uris
 from tests.support import DAY_MS, NOW_MS, Graph
-from worker.compose import build_reader, build_redis, build_service, build_snapshot_store, rebuild_notes
+from worker.compose import Wiring
 from worker.server import build_http_app
 from worker.settings import Settings, load_settings
 
@@ -121,6 +123,7 @@ class System:
     dirty: DirtySet
     http: TestClient
     workers: Workers
+    wiring: Wiring
 
     # -- database ----------------------------------------------------------------------------------
     def sql(self, statement: str, **params: Any) -> None:
@@ -205,9 +208,8 @@ def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[System]:
     with mariadb_database() as db_url, broker_database(base_redis) as broker_url:
         database_url = url_string(db_url)
         engine = open_engine(database_url)
-        notes = NoteStore(engine)
-        notes.create_table()
-        notes.insert(db_rows(hand_graph()) + db_rows(bulk_graph()))
+        create_tables(engine)
+        insert_notes(engine, hand_graph().records() + bulk_graph().records())
         prefix = f"graphrag-e2e:{uuid.uuid4().hex}:v1"
         env = {
             "GRAPHRAG_DATABASE_URL": database_url, "GRAPHRAG_REDIS_URL": base_redis,
@@ -217,7 +219,7 @@ def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[System]:
             "GRAPHRAG_LAYERED_LIMITS": ",".join(map(str, LAYERED_LIMITS)),
         }
         workers = Workers(worker_env(env), tmp_path_factory.mktemp("e2e-workers"))
-        client: redis.Redis | None = None
+        wiring: Wiring | None = None
         try:
             with pytest.MonkeyPatch.context() as mp:
                 for key in [k for k in os.environ if k.startswith(("GRAPHRAG_", "CELERY_"))]:
@@ -226,30 +228,28 @@ def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[System]:
                 for key, value in env.items():
                     mp.setenv(key, value)
                 settings = load_settings()
-                client = build_redis(settings)
-                store = build_snapshot_store(settings, client)
-                service = build_service(settings)
+                wiring = Wiring(settings)
                 app = build_http_app(settings)
-            _full_rebuild(settings, service, store, notes)
+            _full_rebuild(wiring)
             workers.start()
             with TestClient(app, raise_server_exceptions=False) as http:
-                yield System(settings, engine, store, service, DirtySet(client, store.keys), http,
-                             workers)
+                yield System(settings, engine, wiring.cache, wiring.service, wiring.dirty, http,
+                             workers, wiring)
         finally:
             workers.stop_all()
-            if client is not None:
+            if wiring is not None:
+                client = wiring.client
                 for key in client.scan_iter(match=f"{prefix}:*", count=1000):
                     client.delete(key)
                 client.close()
-            service.store.engine.dispose()
+                wiring.source.engine.dispose()  # type: ignore[attr-defined]
             engine.dispose()
 
 
-def _full_rebuild(settings: Settings, service: ContextService, store: SnapshotStore,
-                  notes: NoteStore) -> None:
-    live = notes.live_ids_after(0, 100_000)
+def _full_rebuild(wiring: Wiring) -> None:
+    live = wiring.source.live_ids_after(0, 100_000)
     started = time.perf_counter()
-    report = rebuild_notes(settings, service, store, live)
+    report = wiring.rebuild(live)
     seconds = time.perf_counter() - started
     assert report.errors == {}
     assert report.count == 8 * len(live), report.summary()
@@ -391,11 +391,11 @@ def test_a_deleted_note_disappears_from_every_snapshot_that_showed_it(system: Sy
     assert set(watched) <= set(after), "a snapshot that showed a deleted note was dropped"
     assert mismatches(system, watched) == []
     for note_id in gone:
-        assert system.store.dependents(note_id) == set(), f"dep:{{{note_id}}} still lists foci"
+        assert system.store.dependents([note_id]) == set(), f"dep:{{{note_id}}} still lists foci"
         response = system.http.get(f"/notes/{note_id}/graph",
                                    headers={"Authorization": f"Bearer {TOKEN}"})
         assert response.status_code == 404, response.text
-    reader = build_reader(system.settings, system.service, system.store)
+    reader = system.wiring.reader()
     with pytest.raises(NoteNotFound):
         reader.get(11)
     assert not any(system.values(own).values()), "a read of a deleted note wrote a snapshot back"
@@ -414,7 +414,7 @@ def test_a_restored_note_comes_back(system: System) -> None:
     # exact for the restored notes and the notes they hang from or point at (2, 24, 25)
     near = [k for i in (*back, 2, 24, 25) for k in system.variant_keys(i)]
     assert mismatches(system, near) == []
-    assert {11, 43, 44} <= system.store.dependents(11)  # itself, and its children's paths
+    assert {11, 43, 44} <= system.store.dependents([11])  # itself, and its children's paths
     response = system.http.get("/notes/11/graph", headers={"Authorization": f"Bearer {TOKEN}"})
     assert response.status_code == 200 and response.headers["X-Graphrag-Source"] == "cache"
 

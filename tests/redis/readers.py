@@ -27,10 +27,13 @@ from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
 from graphrag import CharsCounter, Costing, StrategyParams
-from storage.context import Computed, ContextService, open_engine
-from storage.keys import Keys
-from storage.snapshots import SnapshotStore, decode_envelope
-from storage.sql import NoteStore
+from service.context import Computed, ContextService
+from service.envelope import SnapshotKey, decode_envelope
+from storage.database import open_engine
+from storage.profiles.doughnut_2025 import Doughnut2025
+from storage.redis.cache import RedisCache
+from storage.redis.keys import Keys
+from tests.conftest import new_store
 from tests.storage.graphs import load_graph
 from tests.support import DAY_MS, NOW_MS, Graph
 
@@ -85,8 +88,7 @@ def reader_graph() -> Graph:
 def sqlite_service(directory: Path) -> Iterator[ContextService]:
     """A ContextService on a fresh SQLite file holding :func:`reader_graph`."""
     engine = open_engine(f"sqlite:///{directory / 'notes.db'}")
-    notes = NoteStore(engine)
-    notes.create_table()
+    notes = new_store(engine)
     load_graph(notes, reader_graph())
     try:
         yield ContextService(notes, CharsCounter(), StrategyParams())
@@ -99,7 +101,7 @@ def down_service() -> Iterator[ContextService]:
     """A ContextService whose database cannot be reached."""
     engine = open_engine(DOWN_DATABASE_URL)
     try:
-        yield ContextService(NoteStore(engine), CharsCounter(), StrategyParams())
+        yield ContextService(Doughnut2025(engine), CharsCounter(), StrategyParams())
     finally:
         engine.dispose()
 
@@ -230,7 +232,13 @@ def fake_redis(*, connected: bool = True) -> redis.Redis:
     return fakeredis.FakeRedis(server=server)
 
 
-def index_mismatches(store: SnapshotStore) -> dict[int, tuple[set[int], set[int]]]:
+def snapshot_of(cache: Any, note_id: int, strategy: str, seed: int,
+                token_limit: int | None = None) -> Any:
+    """The decoded envelope stored under one key of any cache (None: miss or undecodable)."""
+    return decode_envelope(cache.read(SnapshotKey(note_id, strategy, seed, token_limit)))
+
+
+def index_mismatches(store: RedisCache) -> dict[int, tuple[set[int], set[int]]]:
     """Notes whose ``dep`` set differs from what the stored snapshots show: id -> (expected, actual)."""
     prefix = store.keys.prefix
     expected: dict[int, set[int]] = {}

@@ -19,9 +19,10 @@ from pathlib import Path
 import orjson
 
 from graphrag import GraphRagError, Request, StrategyParams, TiktokenCounter
-from storage.context import ContextService, open_engine
+from service.context import ContextService
+from storage.database import open_engine
 from storage.encodings import load_cl100k
-from storage.sql import NoteStore
+from tests.wiring import NoteStore
 
 NOW_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 TOKEN_LIMIT = 5000

@@ -7,7 +7,7 @@ claiming, polling) and adds:
   updates, moves, soft deletes of a subtree with the link notes pointing into it, restores, new
   link notes and children, relinks) from a seeded RNG and returns the events it would post;
 * :func:`check_snapshots`: every stored snapshot against the *current* database, for the content
-  DESIGN §5 makes exact (see its docstring), plus the snapshots every live note must have;
+  docs/algorithms.md makes exact (see its docstring), plus the snapshots every live note must have;
 * :func:`live_drift`: how many snapshots differ byte for byte from a live compute at their ``asOf``
   (sampling drift included: informational only);
 * :class:`Broker`: queue lengths, unacknowledged (reserved or running) messages and the messages a
@@ -51,15 +51,16 @@ from sqlalchemy.engine import Engine
 from standardwebhooks.webhooks import Webhook
 
 from graphrag import GraphRagError, Request, config_hash
-from storage.context import ContextService, open_engine
-from storage.dirty import DirtySet
-from storage.snapshots import Envelope, SnapshotStore, decode_envelope
-from storage.sql import NoteStore
+from service.context import ContextService
+from service.envelope import Envelope, decode_envelope
+from storage.database import open_engine
+from storage.redis.cache import RedisCache as SnapshotStore
+from storage.redis.queue import RedisDirtySet as DirtySet
 from tests.conftest import mariadb_database, url_string
 from tests.e2e.conftest import Workers, broker_database, connect, redis_url, wait_until, worker_env
 from tests.reliability.support import check_result
+from tests.wiring import NoteStore, build_redis, build_service, build_snapshot_store, rebuild_notes
 from worker.celery_app import create_celery
-from worker.compose import build_redis, build_service, build_snapshot_store, rebuild_notes
 from worker.server import build_http_app
 from worker.settings import Settings, load_settings
 
@@ -91,7 +92,7 @@ class Variant:
 def variants(settings: Settings) -> list[Variant]:
     """Every snapshot a live note must have under ``settings``."""
     out = []
-    for strategy in settings.strategies:
+    for strategy in settings.strategies_for("tree"):
         limits: Iterable[int | None] = settings.layered_limits if strategy == "layered" else (None,)
         out += [Variant(strategy, seed, limit) for seed in settings.seeds for limit in limits]
     return out
@@ -363,7 +364,7 @@ def _ids(ids: Iterable[int]) -> str:
     return ", ".join(str(int(i)) for i in sorted(ids))
 
 
-# -- the content check (DESIGN §5) -------------------------------------------------------------------
+# -- the content check (docs/algorithms.md) ---------------------------------------------------
 @dataclass(frozen=True)
 class DbNote:
     id: int
@@ -416,7 +417,7 @@ def _created(ms: int) -> str:
 
 
 def expected_bare(notes: dict[int, DbNote], note: DbNote, *, focus: bool) -> dict[str, Any]:
-    """The BareNote fields of ``note`` from the database now (CONTRACT §2), relation left out."""
+    """The BareNote fields of ``note`` from the database now (docs/doughnut.md), relation left out."""
     def ref(other: DbNote) -> dict[str, str]:
         return {"uri": f"/n{other.id}", "title": other.title}
 
@@ -464,7 +465,7 @@ def _relation_problem(notes: dict[int, DbNote], focus: DbNote, other: DbNote, re
         "PriorSibling": same_parent and other.order_key < focus.order_key,
         "YoungerSibling": same_parent and other.order_key > focus.order_key,
         "AncestorInContextualPath": other.id in path,
-        # a descendant below the children (seed-000: focus -> child -> ... ); within the wavefront's
+        # a descendant below the children (focus -> child -> ... ); within the wavefront's
         # depth 3 every note between is the shown note's parent (in dep) or a child of the focus
         "GrandChild": other.parent_id != focus.id and focus.id in ancestors(notes, other.id),
     }.get(relation, True)
@@ -564,7 +565,8 @@ def check_snapshots(engine: Engine, store: SnapshotStore, settings: Settings,
     report.expected = len(wanted)
     values = snapshot_values(store.redis, store.keys.prefix)
     report.missing = sorted(wanted - set(values))
-    fingerprint = config_hash(service.params, service.counter.name)
+    fingerprints = {s: config_hash(s, service.params, service.counter.name)
+                    for s in settings.strategies_for("tree")}
     for key, value in values.items():
         report.checked += 1
         env = decode_envelope(value)
@@ -573,10 +575,10 @@ def check_snapshots(engine: Engine, store: SnapshotStore, settings: Settings,
             continue
         report.envelopes[key] = env
         problems = []
-        own = store.keys.snapshot(env.note_id, env.strategy, env.seed, env.key_token_limit)
+        own = store.keys.snapshot(env.note_id, env.strategy, env.seed, env.key.token_limit)
         if own != key:
             problems.append(f"envelope of {own} stored under this key")
-        if env.config_hash != fingerprint:
+        if env.config_hash != fingerprints.get(env.strategy):
             problems.append("configHash of another configuration")
         result_json = env.result_json or orjson.dumps(env.result)
         problems += content_problems(notes, env.note_id, result_json)

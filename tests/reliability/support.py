@@ -5,7 +5,7 @@
 * :data:`FIGURES` collects the counts the suites observed; ``conftest.py`` prints them at the end;
 * :func:`graphrag` runs the real CLI in a subprocess with a sanitized environment (no Redis, no
   broker reachable unless a test says so), :func:`assert_clean_error` checks its one-line errors;
-* :func:`check_result` validates a GraphRAGResult against CONTRACT §2.
+* :func:`check_result` validates a GraphRAGResult against docs/doughnut.md.
 """
 
 from __future__ import annotations
@@ -112,7 +112,7 @@ def assert_clean_error(proc: subprocess.CompletedProcess[bytes], codes: tuple[in
     return errors[0]
 
 
-# -- the result JSON (CONTRACT §2) ------------------------------------------------------------------
+# -- the result JSON (docs/doughnut.md) -------------------------------------------------------
 RELATIONS = frozenset({
     "Self", "Parent", "Object", "Child", "PriorSibling", "YoungerSibling", "InboundReference",
     "SubjectOfInboundReference", "AncestorInContextualPath", "AncestorInObjectContextualPath",

@@ -7,7 +7,7 @@ notes and children, relinks), each commit followed by its signed webhook, severa
 now and then. In parallel: nightly full rebuilds (``graphrag.nightly_dispatch`` on the bulk queue)
 and two reader threads that delete a snapshot and read it, so the reader misses and writes back.
 
-After quiescence every snapshot is checked against the database for what DESIGN §5 makes exact
+After quiescence every snapshot is checked against the database for what docs/algorithms.md makes exact
 (:func:`tests.reliability.harness.check_snapshots`), and every live note must have every configured
 variant. How many snapshots differ byte for byte from a live compute at their ``asOf`` (sampling
 drift, which §5 leaves to the nightly rebuild and the soft TTL) is reported, not asserted.
@@ -17,7 +17,7 @@ Sizes (``GRAPHRAG_RELIABILITY_SCALE``): ci 250 notes / at least 800 events; full
 
 The targeted tests at the end replay one interleaving each deterministically, in-process: an edit
 whose event is processed while a snapshot of a note that shows the edited note is being computed,
-between the computation's database read and its write (the race DESIGN §4 closes with edit stamps).
+between the computation's database read and its write (the race docs/redis.md closes with edit stamps).
 """
 
 from __future__ import annotations
@@ -38,14 +38,15 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
 from graphrag import Costing, NoteNotFound, Request
-from storage.context import Computed, ContextService, open_engine
-from storage.dirty import DirtySet
-from storage.drain import drain_until
-from storage.events import NoteEvent, record_events
-from storage.progress import RebuildProgress
-from storage.rebuild import RebuildReport
-from storage.snapshots import SnapshotStore
-from storage.sql import NoteStore
+from service.context import Computed, ContextService
+from service.drain import drain_until
+from service.envelope import SnapshotKey
+from service.events import NoteEvent, record_events
+from service.rebuild import RebuildReport
+from storage.database import open_engine
+from storage.redis.cache import RedisCache as SnapshotStore
+from storage.redis.progress import RedisProgress as RebuildProgress
+from storage.redis.queue import RedisDirtySet as DirtySet
 from tasks import runtime as runtime_module
 from tasks.jobs import drain
 from tasks.runtime import Runtime
@@ -63,15 +64,17 @@ from tests.reliability.harness import (
     variants,
 )
 from tests.reliability.support import figure, sized
-from worker.celery_app import create_celery
-from worker.compose import (
+from tests.wiring import (
+    NoteStore,
     build_reader,
     build_redis,
     build_service,
     build_snapshot_store,
+    coordination_of,
     rebuild_notes,
     wall_ms,
 )
+from worker.celery_app import create_celery
 from worker.refresh import BackgroundRefresher
 from worker.settings import Settings
 
@@ -268,7 +271,7 @@ class Race:
                     batch=100, debounce_ms=0, budget_s=30, clock_ms=wall_ms)
 
     def focus_titles(self) -> bytes:
-        raw = self.store.read(FOCUS, "wavefront", 0)
+        raw = self.store.read(SnapshotKey(FOCUS, "wavefront", 0))
         assert raw is not None, "the focus has no snapshot"
         return raw
 
@@ -340,7 +343,8 @@ def test_a_reader_write_back_racing_an_edit_is_redone(race: Race) -> None:
 
 def test_a_stale_refresh_racing_an_edit_is_redone(race: Race) -> None:
     refresher = BackgroundRefresher(
-        lambda note_id: rebuild_notes(race.settings, race.service, race.store, [note_id]), race.store)
+        lambda note_id: rebuild_notes(race.settings, race.service, race.store, [note_id]),
+        coordination_of(race.store), race.dirty)
     affected = race.edit_during_next_compute()
     try:
         refresher(FOCUS)  # what SnapshotReader.on_stale does in `graphrag serve`
@@ -363,6 +367,7 @@ def test_a_drain_whose_batch_outlasts_the_drain_lock_ends_cleanly() -> None:
 
         runtime = Runtime(
             notes=r.service.store, snapshots=r.store, dirty=r.dirty,
+            coordination=coordination_of(r.store),
             progress=RebuildProgress(r.store.redis, r.store.keys), rebuild=slow, clock_ms=wall_ms,
             bulk_backlog=lambda: 0, drain_batch=4, debounce_ms=0, drain_lock_ttl_ms=300)
         runtime_module.configure(lambda: runtime)

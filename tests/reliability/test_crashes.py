@@ -5,7 +5,7 @@
     the others at a random moment (events or drains in flight); a worker is restarted each time.
     Afterwards nothing is left dirty, queued or unacknowledged and no snapshot is stale or missing.
     Messages the killed main process had taken (acks late) wait in the broker's ``unacked`` hash
-    until the visibility timeout (DESIGN §8); the workers here run with
+    until the visibility timeout (docs/architecture.md); the workers here run with
     ``GRAPHRAG_TASK_TIME_LIMIT_S=50`` / ``GRAPHRAG_VISIBILITY_TIMEOUT_S=111`` (the smallest pair the
     settings accept that keeps the soft limit, limit - 30 s, above a drain's 10 s budget). kombu
     returns such messages to their queue when a worker starts and every 100 s (its restore
@@ -46,12 +46,14 @@ import redis
 from fastapi.testclient import TestClient
 from sqlalchemy.engine import Engine
 
-from storage.context import ContextService, open_engine
-from storage.dirty import DirtySet
-from storage.progress import RebuildProgress
-from storage.reader import SnapshotReader, Unavailable
-from storage.snapshots import SnapshotStore
-from storage.sql import NoteStore
+from graphrag.errors import Unavailable
+from service.context import ContextService
+from service.envelope import SnapshotKey
+from service.reader import SnapshotReader
+from storage.database import open_engine
+from storage.redis.cache import RedisCache as SnapshotStore
+from storage.redis.progress import RedisProgress as RebuildProgress
+from storage.redis.queue import RedisDirtySet as DirtySet
 from tests.conftest import mariadb_database, mysql_base_url, url_string
 from tests.e2e.conftest import Workers, wait_until, worker_env
 from tests.reliability.harness import (
@@ -75,14 +77,15 @@ from tests.reliability.harness import (
     unfinished_tasks,
 )
 from tests.reliability.support import cli_env, figure, graphrag, sized
-from worker.celery_app import create_celery
-from worker.compose import (
+from tests.wiring import (
+    NoteStore,
     build_reader,
     build_redis,
     build_service,
     build_snapshot_store,
     rebuild_notes,
 )
+from worker.celery_app import create_celery
 from worker.server import build_http_app
 from worker.settings import Settings
 
@@ -320,7 +323,7 @@ def _title_event(engine: Engine, note_id: int, title: str) -> list[dict[str, Any
 
 
 def _shows(store: SnapshotStore, note_id: int, needle: str) -> bool:
-    raw = store.read(note_id, "wavefront", 0)
+    raw = store.read(SnapshotKey(note_id, "wavefront", 0))
     return raw is not None and orjson.dumps(needle) in raw
 
 
@@ -484,7 +487,8 @@ def test_mysql_connections_cut_and_restored(outage: Outage) -> None:
         time.sleep(1.1)  # every snapshot is now past the 1 s soft TTL
         served = stale_reader.get(32)
         assert served.source == "stale"
-        assert served.body == outage.store.read(32, "wavefront", 0).split(b',"result":', 1)[1][:-1]
+        stored = outage.store.read(SnapshotKey(32, "wavefront", 0)) or b""
+        assert served.body == stored.split(b',"result":', 1)[1][:-1]
         response = http.get("/notes/33/graph", headers=AUTH)
         assert response.status_code == 200 and response.headers["X-Graphrag-Source"] == "stale"
         for variant in outage.store.redis.scan_iter(match="*:snap:{34}:*"):

@@ -36,13 +36,13 @@ from prometheus_client import CollectorRegistry
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
-from graphrag import STRATEGIES, NoteNotFound, Request, StrategyParams, TiktokenCounter
+from graphrag import NoteNotFound, Request, StrategyParams, TiktokenCounter, strategy_names
 from graphrag.render import created_at
-from storage.context import ContextService
+from service.context import ContextService
+from service.reader import ReaderConfig, SnapshotReader
+from storage.database import epoch_ms
 from storage.encodings import load_cl100k
-from storage.reader import ReaderConfig, SnapshotReader
-from storage.snapshots import SnapshotStore
-from storage.sql import NoteStore, epoch_ms
+from storage.redis.cache import RedisCache as SnapshotStore
 from tests.conftest import backend_engine, url_string
 from tests.reliability import hostile_graph as hg
 from tests.reliability.support import (
@@ -55,7 +55,10 @@ from tests.reliability.support import (
     scale,
     sized,
 )
+from tests.wiring import NoteStore, coordination_of
 from worker.http import create_app
+
+STRATEGIES = strategy_names("tree")
 
 SCALE = scale()  # GRAPHRAG_RELIABILITY_SCALE: "ci" (default) or "full"
 CHILDREN = sized(ci=10_000, full=100_000)
@@ -144,7 +147,7 @@ def subsequence(items: list[str], of: list[int]) -> bool:
 
 
 def check_shape(name: str, result: dict[str, Any]) -> None:
-    """What CONTRACT §1-2 and the README say each hostile shape must look like."""
+    """What docs/doughnut.md and the README say each hostile shape must look like."""
     focus = result["focusNote"]
     path = focus["contextualPath"]
     assert len(path) == len(set(path)), f"{name}: a cycle repeats in {path}"
@@ -250,7 +253,8 @@ def http(hostile: HostileDb) -> Iterator[TestClient]:
     service = ContextService(NoteStore(hostile.engine), load_counter(), StrategyParams())
     store = SnapshotStore(fakeredis.FakeRedis(server=fakeredis.FakeServer()),
                           prefix=f"graphrag-hostile:{uuid.uuid4().hex}:v1")
-    reader = SnapshotReader(service, store, ReaderConfig(strategies=STRATEGIES))
+    reader = SnapshotReader(service, store, coordination_of(store),
+                            ReaderConfig(strategies=STRATEGIES))
     app = create_app(reader, reader_token=TOKEN, registry=CollectorRegistry(),
                      health=lambda: {"redis": "ok"})
     with TestClient(app, raise_server_exceptions=False) as client:

@@ -49,14 +49,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
-from graphrag import STRATEGIES, CharsCounter, StrategyParams
-from storage.context import ContextService, open_engine
-from storage.events import EVENT_TYPES
-from storage.reader import ReaderConfig, SnapshotReader
-from storage.rebuild import rebuild
+from graphrag import CharsCounter, StrategyParams, strategy_names
+from service.context import ContextService
+from service.events import EVENT_TYPES
+from service.reader import ReaderConfig, SnapshotReader
+from service.rebuild import rebuild
+from storage.database import open_engine
+from storage.redis.cache import RedisCache as SnapshotStore
 from storage.sample import SAMPLE_FOCUS_IDS
-from storage.snapshots import SnapshotStore
-from storage.sql import NoteStore
 from tests.reliability.support import (
     assert_clean_error,
     check_result,
@@ -67,8 +67,11 @@ from tests.reliability.support import (
     scale,
     sized,
 )
+from tests.wiring import NoteStore, coordination_of
 from worker.http import create_app
 from worker.webhook import MAX_BODY_BYTES, WebhookReceiver
+
+STRATEGIES = strategy_names("tree")
 
 SCALE = scale()  # GRAPHRAG_RELIABILITY_SCALE: "ci" (default) or "full"
 #: schemathesis examples per (generation mode, authorization) run
@@ -158,9 +161,9 @@ def fuzz(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fuzz]:
     assert not report.errors
     config = ReaderConfig(strategies=STRATEGIES, seeds=SEEDS, max_token_limit=MAX_LIMIT,
                           layered_limits=(400, MAX_LIMIT))
-    reader = SnapshotReader(service, store, config)
+    reader = SnapshotReader(service, store, coordination_of(store), config)
     recorder = Recorder()
-    receiver = WebhookReceiver(SECRET, store, recorder, max_events=MAX_EVENTS)
+    receiver = WebhookReceiver(SECRET, coordination_of(store), recorder, max_events=MAX_EVENTS)
     app = create_app(reader, reader_token=TOKEN, registry=CollectorRegistry(),
                      health=lambda: {"redis": "ok", "database": "ok"}, webhook=receiver)
     live = frozenset(r["id"] for r in rows if r["deleted_at"] is None)

@@ -41,7 +41,6 @@ from sqlalchemy.engine import URL, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from graphrag import (
-    STRATEGIES,
     CharsCounter,
     GraphRagError,
     GraphView,
@@ -49,15 +48,17 @@ from graphrag import (
     NoteNotFound,
     Request,
     StrategyParams,
+    strategy_names,
 )
-from storage.context import ContextService, open_engine
-from storage.dirty import DirtySet
-from storage.events import NoteEvent, record_events
-from storage.rebuild import rebuild
+from service.context import ContextService
+from service.events import NoteEvent, record_events
+from service.rebuild import rebuild
+from storage.database import open_engine
+from storage.redis.cache import RedisCache as SnapshotStore
+from storage.redis.queue import RedisDirtySet as DirtySet
 from storage.sample import SAMPLE_FOCUS_IDS
-from storage.snapshots import SnapshotStore
-from storage.sql import NoteStore
 from tests.conftest import mariadb_database, url_string
+from tests.redis.readers import snapshot_of
 from tests.reliability.support import (
     ROOT,
     check_result,
@@ -68,8 +69,11 @@ from tests.reliability.support import (
     scale,
     sized,
 )
+from tests.wiring import NoteStore
 from worker.server import build_http_app
 from worker.settings import load_settings
+
+STRATEGIES = strategy_names("tree")
 
 pytestmark = pytest.mark.mariadb
 
@@ -158,7 +162,7 @@ def test_the_store_reads_with_select_only(restricted: Restricted) -> None:
         paged += page
     assert paged == restricted.live_ids
     roots = {SAMPLE_FOCUS_IDS["monster_parent"], SAMPLE_FOCUS_IDS["deleted"]}
-    assert ro.subtree_and_referrers(roots) == admin.subtree_and_referrers(roots)
+    assert ro.edit_scope(roots) == admin.edit_scope(roots)
     views = []
     for store in (ro, admin):
         view = GraphView()
@@ -216,11 +220,11 @@ def test_a_rebuild_into_redis_works_with_select_only(restricted: Restricted) -> 
     assert report.count == (len(ids) - 1) * 4  # wavefront, relationship-bfs, layered x 2 limits
     admin = ContextService(NoteStore(restricted.admin), CharsCounter(), StrategyParams())
     for focus in ids[:: max(1, len(ids) // 10)][:-1] or ids[:1]:
-        env = store.get(focus, "wavefront", 0)
+        env = snapshot_of(store, focus, "wavefront", 0)
         assert env is not None, focus
         expected = admin.compute(Request(focus, 0, 5000, NOW_MS, 5000), "wavefront")
         assert orjson.dumps(env.result) == expected.to_json()
-    assert store.get(SAMPLE_FOCUS_IDS["deleted"], "wavefront", 0) is None
+    assert snapshot_of(store, SAMPLE_FOCUS_IDS["deleted"], "wavefront", 0) is None
     figure("SELECT-only rebuild (in-process)",
            f"{report.count} snapshots of {len(ids) - 1} notes in {time.perf_counter() - started:.1f} s")
 

@@ -1,31 +1,21 @@
-"""Graphs for the storage tests and loading them into a database through ``NoteStore.insert``."""
+"""Graphs for the storage tests and loading them into a database (demo/test writes of a profile)."""
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 from collections.abc import Iterator
 from typing import Any
 
-from storage.sql import NoteStore
-from tests.support import DAY_MS, NOW_MS, Graph
+from storage.profiles import admin_2025
+from storage.profiles.doughnut_2025 import Doughnut2025
+from tests.support import DAY_MS, DELETED_AT, NOW_MS, Graph
 
-#: ``tests.support.Graph.rows()`` stamps deleted notes with the epoch (1970-01-01 00:00:00), which a
-#: MariaDB ``TIMESTAMP(3)`` column rejects ("Incorrect datetime value"); any non-NULL value means
-#: deleted, so the rows get a real moment instead.
-DELETED_AT = dt.datetime(2025, 6, 1, 12, 0, 0, 123000)
+__all__ = ["DELETED_AT", "all_uris", "hand_graph", "live_ids", "load_graph", "parse"]
 
 
-def db_rows(graph: Graph) -> list[dict[str, Any]]:
-    rows = graph.rows()
-    for row in rows:
-        if row["deleted_at"] is not None:
-            row["deleted_at"] = DELETED_AT
-    return rows
-
-
-def load_graph(store: NoteStore, graph: Graph) -> None:
-    store.insert(db_rows(graph))
+def load_graph(store: Doughnut2025, graph: Graph) -> None:
+    """Insert ``graph`` into the (existing) table of ``store``."""
+    admin_2025.insert_notes(store.engine, graph.records())
 
 
 def all_uris(value: Any) -> Iterator[str]:

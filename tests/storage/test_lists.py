@@ -11,9 +11,9 @@ from sqlalchemy import event, text
 from sqlalchemy.engine import URL, Engine
 
 from graphrag import GraphView, Need
-from storage.context import open_engine
-from storage.sql import NoteStore
-from tests.conftest import url_string
+from storage.database import open_engine
+from storage.profiles.doughnut_2025 import Doughnut2025 as NoteStore
+from tests.conftest import new_store, url_string
 from tests.storage.graphs import load_graph
 from tests.support import Graph
 
@@ -43,9 +43,9 @@ def expected(g: Graph) -> tuple[list[int], list[int]]:
 
 def read_lists(store: NoteStore) -> GraphView:
     view = GraphView()
-    with store.engine.connect() as conn:
-        store.loader(conn, view)(Need(children=frozenset({PARENT, HUB, EMPTY}),
-                                      inbound=frozenset({PARENT, HUB, EMPTY})))
+    with store.batch() as load:
+        load(view, Need(children=frozenset({PARENT, HUB, EMPTY}),
+                        inbound=frozenset({PARENT, HUB, EMPTY})))
     return view
 
 
@@ -107,8 +107,7 @@ def test_a_list_cut_short_by_the_session_cap_is_read_again_row_by_row(
 def mariadb_store(mariadb_url: URL) -> Iterator[NoteStore]:
     """A store on a fresh MariaDB database (GROUP_CONCAT packing is the MySQL/MariaDB path)."""
     engine = open_engine(url_string(mariadb_url))
-    store = NoteStore(engine)
-    store.create_table()
+    store = new_store(engine)
     try:
         yield store
     finally:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
@@ -16,9 +18,16 @@ from graphrag import (
     SchemaMismatch,
     StrategyParams,
 )
-from storage.context import ContextService, open_engine
-from storage.sql import REQUIRED_COLUMNS, NoteStore
+from service.context import ContextService
+from storage.database import open_engine
+from storage.profiles import detect, open_source
+from storage.profiles.admin_2025 import create_tables, insert_notes
+from storage.profiles.doughnut_2025 import Doughnut2025 as NoteStore
+from storage.profiles.tables_2025 import FIXED_COLUMNS
+from tests.storage.graphs import hand_graph
 from tests.support import NOW_MS
+
+REQUIRED_COLUMNS = (*FIXED_COLUMNS, "topic_constructor", "description")
 
 UNREACHABLE_URLS = (
     "mysql+pymysql://root@127.0.0.1:1/",  # nothing listens on port 1
@@ -73,20 +82,20 @@ def one_line(err: BaseException) -> str:
 
 # -- check_schema -----------------------------------------------------------------------------------
 def test_created_table_passes(store: NoteStore) -> None:
-    store.check_schema()
+    store.check()
 
 
 def test_doughnut_shaped_table_with_extra_columns_passes(engine: Engine) -> None:
     with engine.begin() as conn:
         conn.execute(text(FULL_DDL))
-    NoteStore(engine).check_schema()
+    NoteStore(engine).check()
 
 
 def test_missing_columns_are_named(engine: Engine) -> None:
     with engine.begin() as conn:
         conn.execute(text(PARTIAL_DDL))
     with pytest.raises(SchemaMismatch) as info:
-        NoteStore(engine).check_schema()
+        NoteStore(engine).check()
     message = one_line(info.value)
     assert "deleted_at" in message and "sibling_order" in message
     for present in set(REQUIRED_COLUMNS) - {"deleted_at", "sibling_order"}:
@@ -105,7 +114,7 @@ def test_computing_on_a_mismatched_table_is_a_service_error(engine: Engine) -> N
 
 def test_missing_table_is_a_clear_schema_error(engine: Engine) -> None:
     with pytest.raises(SchemaMismatch) as info:
-        NoteStore(engine).check_schema()
+        NoteStore(engine).check()
     message = one_line(info.value)
     assert "note" in message and "does not exist" in message
 
@@ -122,7 +131,7 @@ def test_unreachable_database_in_check_schema(url: str) -> None:
     engine = open_engine(url)
     try:
         with pytest.raises(DatabaseUnavailable) as info:
-            NoteStore(engine).check_schema()
+            NoteStore(engine).check()
     finally:
         engine.dispose()
     one_line(info.value)
@@ -157,7 +166,7 @@ def test_unreachable_message_hides_the_password() -> None:
     engine = open_engine("mysql+pymysql://root:s3cret-pw@127.0.0.1:1/doughnut")
     try:
         with pytest.raises(DatabaseUnavailable) as a:
-            NoteStore(engine).check_schema()
+            NoteStore(engine).check()
         with pytest.raises(DatabaseUnavailable) as b:
             service(NoteStore(engine)).compute(Request(1, 0, 5000, NOW_MS), "wavefront")
     finally:
@@ -182,3 +191,44 @@ def test_malformed_url_is_a_configuration_error(url: str) -> None:
     with pytest.raises(ConfigurationError) as info:
         open_engine(url)
     one_line(info.value)
+
+
+# -- renamed columns and profile detection ----------------------------------------------------------
+@pytest.mark.parametrize(("title", "details"), [
+    ("topic_constructor", "description"), ("title_constructor", "details"), ("title", "content"),
+])
+def test_every_2025_column_naming_gives_the_same_bytes(engine: Engine, title: str, details: str,
+                                                       tmp_path: Path) -> None:
+    create_tables(engine, title=title, details=details)
+    insert_notes(engine, hand_graph().records())
+    source = open_source(engine, "auto")
+    assert (source.profile, source.model) == ("doughnut-2025", "tree")
+    source.check()
+    got = [service(source).compute(Request(f, 0, 5000, NOW_MS), s).to_json()
+           for f in (2, 10, 13) for s in ("wavefront", "layered", "relationship-bfs")]
+    reference = open_engine(f"sqlite:///{tmp_path / 'ref.db'}")
+    try:
+        create_tables(reference)
+        insert_notes(reference, hand_graph().records())
+        want = [service(NoteStore(reference)).compute(Request(f, 0, 5000, NOW_MS), s).to_json()
+                for f in (2, 10, 13) for s in ("wavefront", "layered", "relationship-bfs")]
+    finally:
+        reference.dispose()
+    assert got == want
+
+
+def test_detection_names_what_a_database_lacks(engine: Engine) -> None:
+    with pytest.raises(SchemaMismatch) as none:
+        detect(engine)
+    assert "note" in one_line(none.value) and "does not exist" in str(none.value)
+    with engine.begin() as conn:
+        conn.execute(text("CREATE TABLE note (id INTEGER PRIMARY KEY, title VARCHAR(150))"))
+    with pytest.raises(SchemaMismatch) as other:
+        detect(engine)
+    assert "note.parent_id" in one_line(other.value) and "doughnut-2025" in str(other.value)
+
+
+def test_an_unknown_schema_name_is_a_configuration_error(engine: Engine) -> None:
+    with pytest.raises(ConfigurationError) as info:
+        open_source(engine, "doughnut-1999")
+    assert "GRAPHRAG_SCHEMA" in one_line(info.value)

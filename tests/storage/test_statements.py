@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,9 +21,9 @@ from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 
 from graphrag import CharsCounter, GraphView, Need, Outcome, Request, StrategyParams
-from storage.context import ContextService
-from storage.sql import NoteStore
-from tests.conftest import BACKENDS, backend_engine
+from service.context import ContextService
+from storage.profiles.doughnut_2025 import Doughnut2025 as NoteStore
+from tests.conftest import BACKENDS, backend_engine, new_store
 from tests.storage.graphs import load_graph
 from tests.support import NOW_MS, Graph, compute
 
@@ -92,14 +93,15 @@ class CountingStore(NoteStore):
         super().__init__(engine, in_chunk=IN_CHUNK)
         self.needs: list[Need] = []
 
-    def loader(self, conn: Connection, view: GraphView) -> Any:
-        load = super().loader(conn, view)
+    @contextmanager
+    def batch(self) -> Iterator[Any]:
+        with super().batch() as load:
 
-        def recording(need: Need) -> None:
-            self.needs.append(need)
-            load(need)
+            def recording(view: GraphView, need: Need) -> None:
+                self.needs.append(need)
+                load(view, need)
 
-        return recording
+            yield recording
 
     def statement_bound(self) -> int:
         """One statement per kind per chunk of at most IN_CHUNK ids, summed over the rounds."""
@@ -162,9 +164,7 @@ def wide(
     graph = wide_graph()
     path: Path = tmp_path_factory.mktemp("wide")
     with backend_engine(request.param, path) as engine:
-        store = NoteStore(engine)
-        store.create_table()
-        load_graph(store, graph)
+        load_graph(new_store(engine), graph)
         yield engine, graph
 
 
@@ -174,9 +174,7 @@ def crowded(
 ) -> Iterator[tuple[Engine, Graph]]:
     graph = crowded_graph()
     with backend_engine(request.param, tmp_path_factory.mktemp("crowded")) as engine:
-        store = NoteStore(engine)
-        store.create_table()
-        load_graph(store, graph)
+        load_graph(new_store(engine), graph)
         yield engine, graph
 
 
@@ -184,6 +182,7 @@ def run_batch_recorded(
     engine: Engine, focus_ids: list[int], strategy: str, token_limit: int = 5000
 ) -> tuple[Recorder, CountingStore, dict[Request, Any]]:
     store = CountingStore(engine)
+    store.check()  # the start-up column inspection, before counting
     svc = ContextService(store, CharsCounter(), StrategyParams())
     requests = [Request(i, 0, token_limit, NOW_MS) for i in focus_ids]
     with Recorder(engine) as rec:

@@ -14,8 +14,11 @@ from sqlalchemy.engine import URL
 
 import graphrag
 from graphrag import CharsCounter, NoteNotFound, Outcome, Request, StrategyParams
-from storage.context import ContextService, open_engine
-from storage.sql import NoteStore
+from service.context import ContextService
+from storage.database import open_engine
+from storage.profiles.admin_2025 import create_tables, insert_notes
+from storage.profiles.doughnut_2025 import Doughnut2025 as NoteStore
+from storage.records import TreeNote
 from tests.conftest import url_string
 from tests.storage.graphs import (
     CHAIN,
@@ -232,30 +235,10 @@ def test_related_details_cut_on_a_character_boundary(loaded: ContextService) -> 
 
 
 def test_created_at_reads_as_utc(store: NoteStore) -> None:
-    store.insert(
-        [
-            {
-                "id": 7,
-                "parent_id": None,
-                "target_note_id": None,
-                "sibling_order": 1,
-                "topic_constructor": "dated",
-                "description": None,
-                "created_at": dt.datetime(2025, 12, 3, 10, 15, 17),
-                "deleted_at": None,
-            },
-            {
-                "id": 8,
-                "parent_id": 7,
-                "target_note_id": None,
-                "sibling_order": 1,
-                "topic_constructor": "leap",
-                "description": None,
-                "created_at": dt.datetime(2024, 2, 29, 23, 59, 59),
-                "deleted_at": None,
-            },
-        ]
-    )
+    insert_notes(store.engine, [
+        TreeNote(id=7, title="dated", created_at=dt.datetime(2025, 12, 3, 10, 15, 17)),
+        TreeNote(id=8, title="leap", parent_id=7, created_at=dt.datetime(2024, 2, 29, 23, 59, 59)),
+    ])
     result = parse(service(store).compute(Request(7, 0, 5000, NOW_MS), "layered").to_json())
     assert result["focusNote"]["createdAt"] == "2025-12-03T10:15:17.000+00:00"
     assert [n["createdAt"] for n in result["relatedNotes"]] == ["2024-02-29T23:59:59.000+00:00"]
@@ -267,7 +250,7 @@ def test_mariadb_timestamp_reads_as_utc_whatever_the_session_zone(mariadb_url: U
     even when the connection starts in another zone (as on a server whose default is not UTC)."""
     writer = create_engine(url_string(mariadb_url))
     try:
-        NoteStore(writer).create_table()
+        create_tables(writer)
         with writer.begin() as conn:
             conn.execute(text("SET time_zone = '+09:00'"))
             conn.execute(

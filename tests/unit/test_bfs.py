@@ -1,4 +1,4 @@
-"""relationship-bfs (DESIGN §2b): each rule pinned on a small graph, plus properties."""
+"""relationship-bfs (docs/algorithms.md): each rule pinned on a small graph, plus properties."""
 
 from __future__ import annotations
 
@@ -79,6 +79,32 @@ def test_deleted_siblings_are_removed_before_indices_are_taken() -> None:
     got = ids(g, 12)
     assert 13 not in got
     assert got[:2] == [1, 14]  # 11 and 14 are both at distance 1 once 13 is gone; right wins
+
+
+def test_a_note_found_earlier_in_the_same_wave_is_taken_so_the_primitive_yields_its_next_choice(
+) -> None:
+    g = Graph()
+    g.add(1)
+    for i, order in ((10, 10), (11, 20), (12, 30), (13, 40)):
+        g.add(i, parent_id=1, sibling_order=order)
+    g.add(30, parent_id=13)
+    # wave 1: focus 12 -> parent 1; wave 2: focus -> sibling 13 (right side wins the tie);
+    # wave 3: focus -> sibling 11; then 13's nearest untaken sibling would be 11, found earlier in
+    # this wave: it counts as taken, so 13's sibling primitive yields its next choice, 10 (the other
+    # reading wastes the sibling relationship and moves on to 13's child 30).
+    assert ids(g, 12)[:4] == [1, 13, 11, 10]
+
+
+def test_sibling_and_target_sibling_yield_nothing_through_a_deleted_target() -> None:
+    g = Graph()
+    g.add(1)
+    g.add(3, parent_id=1, deleted=True)
+    for link in (40, 41, 42):
+        g.add(link, target_id=3)
+    # focus 41 points at a deleted note: no object, and no target-siblings (40, 42) through it
+    assert ids(g, 41) == []
+    g.notes[3].deleted = False
+    assert ids(g, 41)[:2] == [3, 42]  # the control: live, the target and its siblings are found
 
 
 def test_deleted_parent_yields_nothing() -> None:

@@ -1,4 +1,4 @@
-"""Discovery path -> label table, label priority and weights (DESIGN §2, seed-000 §7-8)."""
+"""Discovery path -> label table, label priority and weights (docs/algorithms.md, docs/algorithms.md)."""
 
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ def test_priority_lists_every_relation_once_self_first() -> None:
 
 
 def test_priority_follows_seed_000_groups() -> None:
-    # seed-000 §7.2: direct > one-hop derived > two-hop derived > three-hop and beyond
+    # docs/algorithms.md: direct > one-hop derived > two-hop derived > three-hop and beyond
     direct = [R.PARENT, R.CHILD, R.OBJECT, R.INBOUND_REFERENCE]
     one_hop = [R.PRIOR_SIBLING, R.YOUNGER_SIBLING, R.OBJECT_OF_REIFIED_CHILD,
                R.SUBJECT_OF_INBOUND_REFERENCE]
@@ -82,7 +82,7 @@ def test_priority_follows_seed_000_groups() -> None:
     groups = [direct, one_hop, two_hop, beyond]
     for higher, lower in itertools.pairwise(groups):
         assert max(map(priority, higher)) < min(map(priority, lower))
-    # within the direct group, the order seed-000 lists
+    # within the direct group, the order the design lists
     assert [priority(r) for r in direct] == sorted(priority(r) for r in direct)
     assert priority(R.SUBJECT_OF_INBOUND_REFERENCE) < priority(R.ANCESTOR_IN_CONTEXTUAL_PATH)
 
@@ -96,7 +96,7 @@ def test_weights_follow_seed_000_table() -> None:
     for label, weight in WEIGHTS.items():
         expected = 10.0 if label in core else 2.0 if label in remote else 5.0
         assert weight == expected, label
-    # DESIGN §2: omitted by seed-000 §8.2, weighs 5.0 (Doughnut's value)
+    # docs/algorithms.md: omitted by the design, weighs 5.0 (Doughnut's value)
     assert WEIGHTS[R.INBOUND_REFERENCE_TO_OBJECT_OF_REIFIED_CHILD] == 5.0
 
 

@@ -1,4 +1,4 @@
-"""Scenario tests of the layered strategy, Doughnut's production algorithm (CONTRACT §4)."""
+"""Scenario tests of the layered strategy, Doughnut's production algorithm (docs/doughnut.md)."""
 
 from __future__ import annotations
 
@@ -131,7 +131,7 @@ def test_a_note_that_does_not_fit_is_skipped_and_a_later_one_accepted() -> None:
 
 
 def test_a_pass_that_processes_nothing_ends_the_layer() -> None:
-    # CONTRACT §4: "A layer's loop ends when a pass processes nothing" - a rejected note is not
+    # docs/doughnut.md: "A layer's loop ends when a pass processes nothing" - a rejected note is not
     # processed, so a root focus whose only layer-2 offer in a pass does not fit stops there.
     g = Graph()
     g.add(3, title="focus")

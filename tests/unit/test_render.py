@@ -1,4 +1,4 @@
-"""Rendering of Doughnut's GraphRAGResult JSON (CONTRACT §2)."""
+"""Rendering of Doughnut's GraphRAGResult JSON (docs/doughnut.md)."""
 
 from __future__ import annotations
 

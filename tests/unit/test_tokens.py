@@ -1,4 +1,4 @@
-"""Token counters and budgets (CONTRACT §3, DESIGN §3)."""
+"""Token counters and budgets (docs/doughnut.md, docs/algorithms.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Scenario tests of the wavefront strategy (DESIGN §2, seed-000) on small hand-built graphs."""
+"""Scenario tests of the wavefront strategy (docs/algorithms.md) on small hand-built graphs."""
 
 from __future__ import annotations
 
@@ -134,7 +134,7 @@ def test_object_of_reified_child_and_grandchild() -> None:
 
 def test_equal_length_paths_keep_the_higher_priority_label() -> None:
     # 3 is the focus's grandparent (path PP) and the subject of an inbound reference (path IP):
-    # both are two hops; SubjectOfInboundReference ranks above AncestorInContextualPath (seed-000 §7.2)
+    # both are two hops; SubjectOfInboundReference ranks above AncestorInContextualPath
     g = Graph()
     g.add(3, title="grandparent")
     g.add(2, parent_id=3, title="parent")

@@ -1,0 +1,169 @@
+"""The greedy cut: Doughnut's FocusContext procedure replayed on a trace for one combined budget.
+
+For a combined budget B (``tokenLimit``), as ``FocusContextRetrievalService.retrieve`` at b2c0268c09:
+
+1. The focus body is cut to ``min(1500, max(0, B))`` tokens; R = ``max(0, B - its estimate)``.
+2. Folder peers take part only when R >= 100: then ``sampleSiblings`` is the focus's peer sample, the
+   wiki budget is ``floor(R * 3/4)`` and the sibling budget the rest; otherwise siblings are ``[]``,
+   the wiki budget is R and the sibling budget 0.
+3. With max depth < 1 or R <= 0 there are no related notes.
+4. Wiki notes: ladder entries are emitted while the remaining wiki budget is positive; each costs
+   ``max(1, estimate(its cut body))`` and the one that overshoots is kept.
+5. Folder peers: anchors are the focus (depth 0) then every emitted wiki note; an anchor at depth w
+   offers the first ``sample_cap(w + 1)`` live members of its folder (or notebook root) that are not
+   itself, the focus or a claimed note; offers in (anchor depth, anchor index) order, first one per
+   note wins; a peer is skipped when it costs more than what remains (a later cheaper one may still
+   get in) and the phase stops once nothing remains. A peer has depth w + 1 and its anchor's path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from graphrag.approx_tokens import estimate_tokens, truncate_tokens, utf16_length
+from graphrag.focus_trace import NoteFields, Trace, WikiStep
+from graphrag.focus_types import FocusContextResult, FocusNoteOut, RelatedNoteOut, TraceTooSmall
+
+__all__ = ["cut", "focus_uri"]
+
+
+def focus_uri(title: str) -> str:
+    """``FocusContextWikiUri.ofFocusNote``: the focus is named without its notebook."""
+    return f"[[{title}]]"
+
+
+@dataclass(frozen=True)
+class _Anchor:
+    note_id: int
+    depth: int
+    path: tuple[str, ...]
+    group: str | None
+
+
+def cut(trace: Trace, token_limit: int) -> FocusContextResult:
+    """The FocusContextResult Doughnut computes at combined budget ``token_limit``."""
+    if token_limit > trace.max_token_limit:
+        raise TraceTooSmall(f"trace sized for {trace.max_token_limit} tokens, asked {token_limit}")
+    params = trace.params
+    body, truncated = _focus_body(trace, token_limit)
+    related = max(0, token_limit - estimate_tokens(body))
+    with_peers = related >= params.peer_gate
+    focus = _focus_note(trace, body, truncated, _siblings(trace) if with_peers else ())
+    if trace.max_depth < 1 or related <= 0:
+        return FocusContextResult(focus, ())
+    wiki_budget = params.wiki_budget(related) if with_peers else related
+    steps = _wiki_prefix(trace, wiki_budget)
+    wiki = tuple(_shown(trace.notes[s.note_id], s.depth, s.path) for s in steps)
+    peers = _peers(trace, steps, related - wiki_budget) if with_peers else ()
+    return FocusContextResult(focus, wiki + peers)
+
+
+def _focus_body(trace: Trace, token_limit: int) -> tuple[str | None, bool]:
+    stored = trace.focus.content
+    cap = min(trace.params.focus_content_cap, max(0, token_limit))
+    body = truncate_tokens(stored, cap)
+    if body is None or stored is None:
+        return body, False
+    return body, trace.focus.content_shortened or utf16_length(body) < utf16_length(stored)
+
+
+def _siblings(trace: Trace) -> tuple[str, ...]:
+    if trace.sample_siblings is None:
+        raise TraceTooSmall("the trace holds no folder siblings")
+    return trace.sample_siblings
+
+
+def _focus_note(
+    trace: Trace, body: str | None, truncated: bool, siblings: tuple[str, ...]
+) -> FocusNoteOut:
+    f = trace.focus
+    return FocusNoteOut(
+        f.notebook,
+        f.title,
+        f.folder_path,
+        0,
+        trace.outgoing_links,
+        trace.inbound_references,
+        siblings,
+        f.created_at_ms,
+        body,
+        truncated,
+    )
+
+
+def _shown(fields: NoteFields, depth: int, path: tuple[str, ...]) -> RelatedNoteOut:
+    return RelatedNoteOut(
+        fields.notebook,
+        fields.title,
+        fields.folder_path,
+        depth,
+        path,
+        fields.created_at_ms,
+        fields.content,
+        fields.content_truncated,
+    )
+
+
+def _wiki_prefix(trace: Trace, budget: int) -> list[WikiStep]:
+    """The ladder entries emitted while the remaining wiki budget is positive."""
+    remaining = budget
+    emitted: list[WikiStep] = []
+    for step in trace.wiki:
+        if remaining <= 0:
+            return emitted
+        emitted.append(step)
+        remaining -= trace.notes[step.note_id].cost
+    if remaining > 0 and not trace.wiki_complete:
+        raise TraceTooSmall("the wiki ladder ends before the budget does")
+    return emitted
+
+
+def _peers(trace: Trace, steps: list[WikiStep], budget: int) -> tuple[RelatedNoteOut, ...]:
+    if budget <= 0:
+        return ()
+    remaining = budget
+    shown: list[RelatedNoteOut] = []
+    for note_id, anchor in _offers(trace, steps):
+        if remaining <= 0:
+            break
+        fields = trace.notes.get(note_id)
+        if fields is None or fields.cost > remaining:  # not hydratable, or too big: skipped
+            continue
+        remaining -= fields.cost
+        shown.append(_shown(fields, anchor.depth + 1, anchor.path))
+    return tuple(shown)
+
+
+def _offers(trace: Trace, steps: list[WikiStep]) -> list[tuple[int, _Anchor]]:
+    """Every anchor's sample, in (anchor depth, anchor index) order, first offer per note."""
+    anchors = [_Anchor(trace.focus_id, 0, (focus_uri(trace.focus.title),), trace.focus.group)]
+    anchors += [_Anchor(s.note_id, s.depth, s.path, trace.notes[s.note_id].group) for s in steps]
+    claimed = {trace.focus_id, *(s.note_id for s in steps)}
+    ranked = sorted(enumerate(anchors), key=lambda pair: (pair[1].depth, pair[0]))
+    reserved = set(claimed)
+    offers: list[tuple[int, _Anchor]] = []
+    for _, anchor in ranked:
+        for note_id in _sample(trace, anchor, claimed):
+            if note_id not in reserved:
+                reserved.add(note_id)
+                offers.append((note_id, anchor))
+    return offers
+
+
+def _sample(trace: Trace, anchor: _Anchor, claimed: set[int]) -> list[int]:
+    """The anchor's peer query: first ``cap`` members not the anchor, the focus or claimed."""
+    cap = trace.params.sample_cap(anchor.depth + 1)
+    if cap <= 0 or anchor.group is None:
+        return []
+    members = trace.groups.get(anchor.group)
+    if members is None:
+        raise TraceTooSmall(f"the trace holds no members of group {anchor.group}")
+    picked: list[int] = []
+    for note_id in members.ids:
+        if note_id != anchor.note_id and note_id not in claimed:
+            picked.append(note_id)
+            if len(picked) == cap:
+                return picked
+    if not members.complete:
+        raise TraceTooSmall(f"the member list of group {anchor.group} is too short")
+    return picked

@@ -1,0 +1,222 @@
+"""The budget-independent trace of one focus-context computation, and its JSON form.
+
+A :class:`Trace` holds everything Doughnut's procedure reads for any combined budget from 1 up to
+``max_token_limit``, so :func:`graphrag.focus_cut.cut` replays the procedure for any such budget
+without the database:
+
+* the focus's rendered fields, its body cut to ``min(focus cap, max_token_limit)`` tokens (a smaller
+  budget cuts it again: re-truncation equals truncating the original, see
+  :mod:`graphrag.approx_tokens`) and whether that already shortened it;
+* the focus's outgoing, inbound (cap 20) and sibling (cap 6) URI lists;
+* the wiki ladder: every wiki note any budget can emit, in emission order, with depth and path. Depth
+  d+1 only runs when every note of depth d got in, so the notes emitted for a wiki budget W are
+  exactly the ladder entries whose preceding costs sum to less than W;
+* per peer group (a folder, or a notebook root), a prefix of its live members in sampling order long
+  enough for every anchor's cap after excluding any set of claimed notes;
+* per note, the fields a related note shows and its cost;
+* the facts read (``note:X``, ``links:P``, ``inbound:T``, ``peers:<notebook>:<folder|root>``,
+  ``folder:F``, ``notebook:N``) for exact invalidation.
+
+The JSON form is made of str/int/bool/None/lists/dicts only. Note ids are dict keys as decimal
+strings. A body that ends in half of a surrogate pair (a Java cut can leave one) is not valid UTF-8,
+so such a text is stored as ``{"utf16le": "<hex>"}`` instead of a string.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from graphrag.focus_types import FocusContextParams
+from graphrag.wiki import Viewer
+
+__all__ = ["TRACE_FORMAT", "FocusFields", "NoteFields", "PeerList", "Trace", "WikiStep", "group_key"]
+
+TRACE_FORMAT = 1
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def group_key(notebook_id: int | None, folder_id: int | None) -> str:
+    """``<notebook>:<folder|root>``, the name of a peer group (and of its ``peers:`` fact)."""
+    return (
+        f"{'none' if notebook_id is None else notebook_id}:{'root' if folder_id is None else folder_id}"
+    )
+
+
+@dataclass(frozen=True)
+class NoteFields:
+    """A related note as it is shown (body cut to the related cap), its cost and peer group."""
+
+    notebook: str | None
+    title: str
+    folder_path: str
+    created_at_ms: int
+    content: str | None
+    content_truncated: bool
+    cost: int
+    group: str | None
+
+
+@dataclass(frozen=True)
+class FocusFields:
+    """The focus as shown, its body cut to the trace's focus cap; ``content_shortened`` is true when
+    that cut already shortened the body (so every smaller cut is marked truncated)."""
+
+    notebook: str | None
+    title: str
+    folder_path: str
+    created_at_ms: int
+    content: str | None
+    content_shortened: bool
+    group: str | None
+
+
+@dataclass(frozen=True)
+class WikiStep:
+    """One wiki-reached note in emission order: depth and retrieval path (ending at the note)."""
+
+    note_id: int
+    depth: int
+    path: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class PeerList:
+    """A prefix of a group's live members in sampling order; ``complete`` when it is all of them."""
+
+    ids: tuple[int, ...]
+    complete: bool
+
+
+@dataclass(frozen=True)
+class Trace:
+    """Everything a focus-context result depends on, for every budget up to ``max_token_limit``.
+
+    ``sample_siblings`` is None when no such budget leaves room for folder peers (not loaded).
+    ``wiki_complete`` is false when the ladder stops because no budget can reach further.
+    """
+
+    params: FocusContextParams
+    focus_id: int
+    seed: int | None
+    viewer: Viewer
+    max_depth: int
+    max_token_limit: int
+    focus: FocusFields
+    outgoing_links: tuple[str, ...]
+    inbound_references: tuple[str, ...]
+    sample_siblings: tuple[str, ...] | None
+    wiki: tuple[WikiStep, ...]
+    wiki_complete: bool
+    notes: Mapping[int, NoteFields]
+    groups: Mapping[str, PeerList]
+    facts: frozenset[str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": TRACE_FORMAT,
+            "params": self.params.to_json(),
+            "focusId": self.focus_id,
+            "seed": self.seed,
+            "viewer": self.viewer.to_json(),
+            "maxDepth": self.max_depth,
+            "maxTokenLimit": self.max_token_limit,
+            "focus": _focus_out(self.focus),
+            "outgoingLinks": list(self.outgoing_links),
+            "inboundReferences": list(self.inbound_references),
+            "sampleSiblings": None if self.sample_siblings is None else list(self.sample_siblings),
+            "wiki": [{"id": s.note_id, "depth": s.depth, "path": list(s.path)} for s in self.wiki],
+            "wikiComplete": self.wiki_complete,
+            "notes": {str(i): _note_out(n) for i, n in sorted(self.notes.items())},
+            "groups": {k: {"ids": list(g.ids), "complete": g.complete} for k, g in self.groups.items()},
+            "facts": sorted(self.facts),
+        }
+
+    @staticmethod
+    def from_json(data: Mapping[str, Any]) -> Trace:
+        if data.get("format") != TRACE_FORMAT:
+            raise ValueError(f"unknown trace format {data.get('format')!r}")
+        siblings = data["sampleSiblings"]
+        return Trace(
+            params=FocusContextParams.from_json(dict(data["params"])),
+            focus_id=int(data["focusId"]),
+            seed=data["seed"],
+            viewer=Viewer.from_json(data["viewer"]),
+            max_depth=int(data["maxDepth"]),
+            max_token_limit=int(data["maxTokenLimit"]),
+            focus=_focus_in(data["focus"]),
+            outgoing_links=tuple(data["outgoingLinks"]),
+            inbound_references=tuple(data["inboundReferences"]),
+            sample_siblings=None if siblings is None else tuple(siblings),
+            wiki=tuple(WikiStep(int(s["id"]), int(s["depth"]), tuple(s["path"])) for s in data["wiki"]),
+            wiki_complete=bool(data["wikiComplete"]),
+            notes={int(i): _note_in(n) for i, n in data["notes"].items()},
+            groups={
+                k: PeerList(tuple(g["ids"]), bool(g["complete"])) for k, g in data["groups"].items()
+            },
+            facts=frozenset(data["facts"]),
+        )
+
+
+def _text_out(text: str | None) -> str | dict[str, str] | None:
+    if text is None or _SURROGATE.search(text) is None:
+        return text
+    return {"utf16le": text.encode("utf-16-le", "surrogatepass").hex()}
+
+
+def _text_in(value: str | Mapping[str, str] | None) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    return bytes.fromhex(value["utf16le"]).decode("utf-16-le", "surrogatepass")
+
+
+def _focus_out(f: FocusFields) -> dict[str, Any]:
+    return {
+        "notebook": f.notebook,
+        "title": f.title,
+        "folderPath": f.folder_path,
+        "createdAtMs": f.created_at_ms,
+        "content": _text_out(f.content),
+        "contentShortened": f.content_shortened,
+        "group": f.group,
+    }
+
+
+def _focus_in(d: Mapping[str, Any]) -> FocusFields:
+    return FocusFields(
+        d["notebook"],
+        d["title"],
+        d["folderPath"],
+        int(d["createdAtMs"]),
+        _text_in(d["content"]),
+        bool(d["contentShortened"]),
+        d["group"],
+    )
+
+
+def _note_out(n: NoteFields) -> dict[str, Any]:
+    return {
+        "notebook": n.notebook,
+        "title": n.title,
+        "folderPath": n.folder_path,
+        "createdAtMs": n.created_at_ms,
+        "content": _text_out(n.content),
+        "contentTruncated": n.content_truncated,
+        "cost": n.cost,
+        "group": n.group,
+    }
+
+
+def _note_in(d: Mapping[str, Any]) -> NoteFields:
+    return NoteFields(
+        d["notebook"],
+        d["title"],
+        d["folderPath"],
+        int(d["createdAtMs"]),
+        _text_in(d["content"]),
+        bool(d["contentTruncated"]),
+        int(d["cost"]),
+        d["group"],
+    )

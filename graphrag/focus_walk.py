@@ -1,0 +1,261 @@
+"""One focus's reads of the wiki graph: Doughnut's queries as needs and as reads of a view.
+
+:class:`Walk` knows the focus, the viewer and the seed. For each kind of read it offers a ``*_need``
+method that names everything it can from what is already loaded (never raising, so a stage can ask
+for all of it in one round) and a read method that applies Doughnut's filtering in Python on the
+loaded, ordered lists. Every read records the facts it depends on in :attr:`Walk.facts`.
+
+Lengths asked of sampled lists: a parent's referrers are asked for ``cap + |{focus} ∪ its link
+targets|`` items (the exclusions are the focus and the parent's outgoing targets, a subset), the
+focus's for at least ``20 + 1``; a peer group for the largest cap of its anchors plus the number of
+live members that some budget may claim (so any claimed subset still leaves ``cap`` candidates).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from graphrag.approx_tokens import estimate_tokens, truncate_tokens
+from graphrag.focus_trace import group_key
+from graphrag.focus_types import FocusContextParams, FocusRequest
+from graphrag.wiki import MissingWiki, PeerKey, ReferrerKey, Viewer, WikiNeed, WikiNote, display_name
+from graphrag.wiki_view import WikiView
+
+__all__ = ["Walk"]
+
+Path = tuple[int, ...]
+
+
+class Walk:
+    """Reads of one focus-context computation (see the module docstring)."""
+
+    def __init__(
+        self,
+        view: WikiView,
+        params: FocusContextParams,
+        request: FocusRequest,
+        focus: WikiNote,
+        viewer: Viewer,
+    ) -> None:
+        self.view, self.params, self.focus, self.viewer = view, params, focus, viewer
+        self.seed = request.seed
+        self.max_depth = request.depth(params)
+        self.limit = request.sizing_limit
+        self.facts: set[str] = {f"note:{focus.id}", f"notebook:{focus.notebook_id}"}
+        self.seen: set[int] = {focus.id}  # notes named by a need so far: their render data is prefetched
+        self._costs: dict[int, int] = {}
+
+    # -- keys and rows ----------------------------------------------------------------------------
+    def referrer_key(self, note_id: int) -> ReferrerKey:
+        return (note_id, self.seed, self.viewer)
+
+    def peer_key(self, note: WikiNote) -> PeerKey | None:
+        """The note's peer query: its folder, else its notebook root, else none."""
+        if note.folder_id is not None:
+            return (note.notebook_id, note.folder_id, self.seed)
+        if note.notebook_id is not None:
+            return (note.notebook_id, None, self.seed)
+        return None
+
+    def group_of(self, note: WikiNote) -> str | None:
+        key = self.peer_key(note)
+        return None if key is None else group_key(key[0], key[1])
+
+    def row(self, note_id: int) -> WikiNote:
+        note = self.view.note(note_id)
+        if note is None:
+            raise LookupError(f"note {note_id} was read as existing")
+        return note
+
+    def hydratable(self, note_id: int) -> bool:
+        note = self.view.note(note_id)
+        return note is not None and note.notebook_id is not None
+
+    def cost(self, note_id: int) -> int:
+        """``max(1, estimate(body cut to the related cap))``."""
+        if note_id not in self._costs:
+            body = truncate_tokens(self.row(note_id).content, self.params.related_content_cap)
+            self._costs[note_id] = max(1, estimate_tokens(body))
+        return self._costs[note_id]
+
+    # -- needs (never raise) ----------------------------------------------------------------------
+    def expansion_need(self, parents: Iterable[int], depth: int, *, focus: bool = False) -> WikiNeed:
+        """Links, their target rows and access, and the referrer lists of ``parents`` at ``depth``."""
+        need = WikiNeed.of(links=parents)
+        for parent in parents:
+            if not self.view.has_links(parent):
+                continue
+            targets = self.view.links(parent)
+            self.seen.update(targets)
+            need |= WikiNeed.of(notes=targets, access=self._access_pairs(parent, targets))
+            length = self._inbound_length(parent, depth, focus)
+            if length > 0:
+                key = self.referrer_key(parent)
+                referrers = self._loaded_referrers(key, length)
+                self.seen.update(referrers)
+                need |= WikiNeed.of(referrers={key: length}, notes=referrers)
+        return self.with_render(need)
+
+    def peers_need(self, lengths: Mapping[PeerKey, int]) -> WikiNeed:
+        need = WikiNeed.of(peers=lengths)
+        for key, length in lengths.items():
+            members = self._loaded_peers(key, length)[:length]
+            self.seen.update(members)
+            need |= WikiNeed.of(notes=members)
+        return self.with_render(need)
+
+    def with_render(self, need: WikiNeed) -> WikiNeed:
+        """``need`` plus the notebooks and folders of every live note seen so far (prefetched in the
+        same round, so rendering rarely needs a round of its own)."""
+        return need | self.render_need(self.seen)
+
+    def render_need(self, note_ids: Iterable[int]) -> WikiNeed:
+        """Notebooks and folder chains of the loaded ones of ``note_ids``."""
+        notebooks: set[int] = set()
+        folders: set[int] = set()
+        for note_id in note_ids:
+            note = self._loaded_note(note_id)
+            if note is not None and not note.deleted:
+                notebooks.update(() if note.notebook_id is None else (note.notebook_id,))
+                folders.update(() if note.folder_id is None else (note.folder_id,))
+        return WikiNeed.of(notebooks=notebooks, folders=folders)
+
+    def _loaded_note(self, note_id: int) -> WikiNote | None:
+        try:
+            return self.view.note(note_id)
+        except MissingWiki:
+            return None
+
+    def _loaded_referrers(self, key: ReferrerKey, length: int) -> tuple[int, ...]:
+        try:
+            return self.view.referrers(key, length)
+        except MissingWiki:
+            return ()
+
+    def _loaded_peers(self, key: PeerKey, length: int) -> tuple[int, ...]:
+        try:
+            return self.view.peers(key, length)
+        except MissingWiki:
+            return ()
+
+    def _access_pairs(self, parent: int, targets: Iterable[int]) -> set[tuple[Viewer, int]]:
+        pairs: set[tuple[Viewer, int]] = set()
+        for target in targets:
+            note = self._loaded_note(target)
+            notebook_id = self._target_notebook(parent, note)
+            if notebook_id is not None:
+                pairs.add((self.viewer, notebook_id))
+        return pairs
+
+    def _target_notebook(self, parent: int, target: WikiNote | None) -> int | None:
+        """The notebook whose readability decides a live target: its own, else the parent's."""
+        if target is None or target.deleted:
+            return None
+        if target.notebook_id is not None:
+            return target.notebook_id
+        return self.row(parent).notebook_id
+
+    def _inbound_length(self, parent: int, depth: int, focus: bool) -> int:
+        cap = self.params.sample_cap(depth)
+        length = cap + len({self.focus.id, *self.view.links(parent)}) if cap > 0 else 0
+        return max(length, self.params.focus_inbound_uri_cap + 1) if focus else length
+
+    def peer_lengths(
+        self, anchors: Iterable[tuple[int, int]], claimable: set[int]
+    ) -> dict[PeerKey, int]:
+        """How many members to load per group: the largest anchor cap plus the claimable members."""
+        caps: dict[PeerKey, int] = {}
+        for note_id, depth in anchors:
+            cap, key = self.params.sample_cap(depth + 1), self.peer_key(self.row(note_id))
+            if cap > 0 and key is not None:
+                caps[key] = max(caps.get(key, 0), cap)
+        excluded = [self.row(i) for i in claimable | {self.focus.id}]
+        return {key: cap + sum(_member(n, key) for n in excluded) for key, cap in caps.items()}
+
+    # -- reads ------------------------------------------------------------------------------------
+    def outgoing(self, parent: int) -> list[int]:
+        """Live, readable link targets of ``parent`` in row order, first row per target."""
+        self.facts.add(f"links:{parent}")
+        kept: list[int] = []
+        for target in self.view.links(parent):
+            self.facts.add(f"note:{target}")
+            notebook_id = self._target_notebook(parent, self.view.note(target))
+            if notebook_id is None or target in kept:
+                continue
+            self.facts.add(f"notebook:{notebook_id}")
+            if self.view.access(self.viewer, notebook_id).readable:
+                kept.append(target)
+        return kept
+
+    def inbound(self, parent: int, depth: int) -> list[int]:
+        """The referrers proposed from ``parent`` at ``depth``: focus and outgoing targets excluded."""
+        cap = self.params.sample_cap(depth)
+        if cap <= 0:
+            return []
+        excluded = {self.focus.id, *self.outgoing(parent)}
+        return self._referrers(parent, cap, excluded, self._inbound_length(parent, depth, False))
+
+    def focus_outgoing(self) -> list[int]:
+        return self.outgoing(self.focus.id)
+
+    def focus_inbound(self) -> list[int]:
+        cap = self.params.focus_inbound_uri_cap
+        return self._referrers(self.focus.id, cap, {self.focus.id}, cap + 1)
+
+    def focus_siblings(self) -> list[int]:
+        key, cap = self.peer_key(self.focus), self.params.sample_cap(1)
+        if key is None or cap <= 0:
+            return []
+        return [i for i in self.view.peers(key, cap + 1) if i != self.focus.id][:cap]
+
+    def _referrers(self, parent: int, cap: int, excluded: set[int], length: int) -> list[int]:
+        self.facts.add(f"inbound:{parent}")
+        kept = [i for i in self.view.referrers(self.referrer_key(parent), length) if i not in excluded]
+        self.facts.update(f"note:{i}" for i in kept[:cap])
+        return kept[:cap]
+
+    def proposals(
+        self, frontier: Iterable[tuple[int, Path]], depth: int, dropped: set[int]
+    ) -> list[tuple[int, Path]]:
+        """Unique proposals of one depth, in order (first per note wins), minus ``dropped``."""
+        unique: dict[int, Path] = {}
+        for parent, path in frontier:
+            targets = [t for t in self.outgoing(parent) if t != self.focus.id]
+            for note_id in (*targets, *self.inbound(parent, depth)):
+                unique.setdefault(note_id, (*path, note_id))
+        return [(i, p) for i, p in unique.items() if i not in dropped]
+
+    # -- rendering --------------------------------------------------------------------------------
+    def uri(self, note_id: int) -> str:
+        """``FocusContextWikiUri.of``: ``[[<notebook>: <title>]]``, or ``[[<title>]]`` without one."""
+        note = self.row(note_id)
+        self.facts.add(f"note:{note_id}")
+        name = self.notebook_name(note.notebook_id)
+        title = display_name(note.title)
+        return f"[[{title}]]" if name is None else f"[[{name}: {title}]]"
+
+    def notebook_name(self, notebook_id: int | None) -> str | None:
+        if notebook_id is None:
+            return None
+        self.facts.add(f"notebook:{notebook_id}")
+        notebook = self.view.notebook(notebook_id)
+        return None if notebook is None else display_name(notebook.name)
+
+    def folder_path(self, note: WikiNote) -> str:
+        """Folder names from the notebook root to the note's folder, joined by ``" / "``."""
+        chain = self.view.folder_chain(note.folder_id)
+        self.facts.update(f"folder:{f.id}" for f in chain)
+        return " / ".join(display_name(f.name) for f in chain)
+
+    def note_facts(self, note_ids: Iterable[int]) -> None:
+        self.facts.update(f"note:{i}" for i in note_ids)
+
+
+def _member(note: WikiNote, key: PeerKey) -> bool:
+    """Whether the peer query of ``key`` returns ``note``: live, and in that folder (any notebook:
+    the folder query does not look at the notebook) or directly at that notebook's root."""
+    if note.deleted:
+        return False
+    if key[1] is not None:
+        return note.folder_id == key[1]
+    return note.notebook_id == key[0] and note.folder_id is None

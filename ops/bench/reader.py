@@ -1,0 +1,85 @@
+"""Reader latency: in-process hits against a raw GET of the same keys, and HTTP hits.
+
+In process, :meth:`service.reader.SnapshotReader.get` (from :meth:`worker.compose.Wiring.reader`)
+is timed on fresh hits over the snapshots the wavefront rebuild wrote, next to
+:func:`storage.redis.probe.get_latencies_us` (a bare ``GET`` + ``orjson.loads``) of the same keys on
+the same client, in alternating blocks of every snapshot in a fresh shuffled order, so both see the
+same keys, the same connection and the same moments of machine load. A read served from anywhere
+but the cache stops the run: the figure would not be a hit's.
+
+Over HTTP, ``GET /notes/{id}/graph`` with the bearer token against ``graphrag serve`` on loopback,
+at a fixed request rate on one keep-alive connection, timed from send to full body.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import httpx
+
+from ops.bench.graph import Graph, wiring_for
+from ops.bench.plan import Bench, BenchError, percentile, ratio, say
+from ops.bench.services import Services
+from storage.redis.keys import Keys
+from storage.redis.probe import get_latencies_us
+
+__all__ = ["http_section", "reader_section"]
+
+
+def _time_reader(get: Callable[[int], Any], foci: Sequence[int]) -> list[float]:
+    clock, out = time.perf_counter_ns, []
+    for focus in foci:
+        started = clock()
+        served = get(focus)
+        out.append((clock() - started) / 1000)
+        if served.source != "cache":
+            raise BenchError(f"note {focus} was served from {served.source}, not from the cache")
+    return out
+
+
+def reader_section(bench: Bench, graph: Graph, foci: list[int]) -> dict[str, Any]:
+    """Reader hits and raw GET + decode of the same keys, alternating blocks of ``len(foci)``."""
+    wiring = wiring_for(bench, graph, "main")
+    reader, keys = wiring.reader(), Keys(wiring.settings.redis_prefix)
+    rng, hits, raws = random.Random(bench.seed + 2), [], []
+    order = list(foci)
+    for _ in range(math.ceil(bench.plan.reads / len(foci))):
+        rng.shuffle(order)
+        hits += _time_reader(reader.get, order)
+        raws += get_latencies_us(bench.client, [keys.snapshot(f, "wavefront", 0) for f in order])
+    bench.samples.update(hit_us=hits, raw_us=raws)
+    say(f"reader: hit p50 {percentile(hits, .5):.0f} µs, raw GET p50 {percentile(raws, .5):.0f} µs")
+    return {"hit_p50_us": percentile(hits, .5), "hit_p99_us": percentile(hits, .99),
+            "raw_get_p50_us": percentile(raws, .5), "raw_get_p99_us": percentile(raws, .99),
+            "ratio_p50": ratio(percentile(hits, .5), percentile(raws, .5)), "reads": len(hits),
+            "snapshots": len(foci)}
+
+
+def http_section(bench: Bench, svc: Services, foci: list[int]) -> dict[str, Any]:
+    """GET hits at a fixed rate on one keep-alive connection; latency from send to full body."""
+    plan, rng = bench.plan, random.Random(bench.seed + 3)
+    targets = [rng.choice(foci) for _ in range(int(plan.http_rate * plan.http_seconds))]
+    latencies, late, wrong = [], 0, 0
+    with httpx.Client(base_url=svc.base_url, headers={"Authorization": f"Bearer {svc.token}"}) as http:
+        for focus in targets[:50]:
+            http.get(f"/notes/{focus}/graph")
+        start = time.perf_counter() + 0.05
+        for i, focus in enumerate(targets):
+            due = start + i / plan.http_rate
+            time.sleep(max(0.0, due - time.perf_counter()))
+            sent = time.perf_counter()
+            reply = http.get(f"/notes/{focus}/graph")
+            latencies.append((time.perf_counter() - sent) * 1e6)
+            late += sent - due > 0.001
+            wrong += reply.status_code != 200 or reply.headers.get("x-graphrag-source") != "cache"
+        achieved = len(targets) / (time.perf_counter() - start)
+    bench.samples["http_us"] = latencies
+    say(f"HTTP: p50 {percentile(latencies, .5):.0f} µs, p99 {percentile(latencies, .99):.0f} µs "
+        f"at {achieved:.0f} req/s")
+    return {"http_hit_p50_us": percentile(latencies, .5), "http_hit_p99_us": percentile(latencies, .99),
+            "http_rate_per_s": plan.http_rate, "http_achieved_per_s": achieved,
+            "http_requests": len(targets), "http_late": late, "http_not_cache_hits": wrong}

@@ -1,0 +1,96 @@
+"""Rebuild throughput: batched (what the nightly job runs) against the lazy one-at-a-time baseline.
+
+*Batched* is :meth:`worker.compose.Wiring.rebuild`: batches of 100 foci in epochs of
+``GRAPHRAG_REBUILD_PAGE`` (500) that share what they loaded, compute, compare-and-set write and
+reverse index, over pages of 100 consecutive live ids spread over the table (the nightly paging).
+The *baseline* runs the same algorithm and the same writes with one focus per batch and per epoch on
+``Doughnut2025(engine, in_chunk=1)``: one note and one relation list per statement, the lazy-ORM
+pattern. Both run on the graph's one engine, so :func:`storage.database.counted_statements` counts
+exactly the statements of the rebuild being timed. Each strategy is warmed up on a page of its own
+first (compiled statement caches, the tokenizer's memo).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ops.bench.graph import Graph, wiring_for
+from ops.bench.plan import PAGE, STRATEGIES, Bench, ratio, say
+from service.context import ContextService
+from service.rebuild import RebuildReport, rebuild
+from storage.database import StatementTally, counted_statements
+from storage.profiles.doughnut_2025 import Doughnut2025
+from worker.compose import wall_ms
+
+__all__ = ["baseline_rebuild", "figures", "rebuild_section", "timed_rebuild"]
+
+
+def figures(report: RebuildReport, sql: StatementTally, notes: int) -> dict[str, Any]:
+    """The JSON figures of one timed rebuild of ``notes`` foci."""
+    if report.errors:
+        say(f"  {len(report.errors)} errors, e.g. {next(iter(report.errors.items()))}")
+    by_kind = {kind: {"statements": k.statements, "seconds": k.seconds}
+               for kind, k in sql.by_kind.items() if k.statements}
+    return {"notes": notes, "snapshots": report.count, "seconds": round(report.seconds, 3),
+            "snapshots_per_s": ratio(report.count, report.seconds),
+            "ms_per_snapshot": ratio(report.seconds * 1000, report.count),
+            "sql_statements": sql.statements,
+            "sql_per_snapshot": ratio(sql.statements, report.count),
+            "sql_seconds": sql.seconds, "sql_share": ratio(sql.seconds, report.seconds),
+            "sql_by_kind": by_kind, "errors": len(report.errors)}
+
+
+def timed_rebuild(bench: Bench, graph: Graph, ids: Sequence[int], strategy: str,
+                  name: str) -> dict[str, Any]:
+    """``Wiring.rebuild`` (batches of 100) of ``ids`` under the key prefix ``<base>:<name>``."""
+    wiring = wiring_for(bench, graph, name, strategy)
+    with counted_statements(graph.engine) as sql:
+        report = wiring.rebuild(ids)
+    return figures(report, sql, len(ids))
+
+
+def baseline_rebuild(bench: Bench, graph: Graph, ids: Sequence[int], strategy: str) -> dict[str, Any]:
+    """The same algorithm and writes, one focus per batch and one id per ``IN``: the lazy walk."""
+    wiring = wiring_for(bench, graph, f"baseline-{strategy}", strategy)
+    shared, s = graph.service, wiring.settings
+    source = Doughnut2025(graph.engine, in_chunk=1)
+    source.check()  # its one-time look at the columns, as at a process's start: not counted
+    lazy = ContextService(source, shared.counter, shared.params)
+    with counted_statements(graph.engine) as sql:
+        report = rebuild(lazy, wiring.cache, ids, strategies=wiring.strategies(), seeds=s.seeds,
+                         max_token_limit=s.max_token_limit, layered_limits=s.layered_limits,
+                         now_ms=wall_ms(), batch_size=1, epoch_size=1)
+    return figures(report, sql, len(ids))
+
+
+def _compare(batched: dict[str, Any], baseline: dict[str, Any]) -> dict[str, Any]:
+    return {"batched": batched, "baseline": baseline,
+            "sql_ratio": ratio(baseline["sql_per_snapshot"], batched["sql_per_snapshot"]),
+            "throughput_ratio": ratio(batched["snapshots_per_s"], baseline["snapshots_per_s"])}
+
+
+def _strategy(bench: Bench, graph: Graph, foci: list[int], strategy: str) -> dict[str, Any]:
+    timed_rebuild(bench, graph, foci[:PAGE], strategy, f"warmup-{strategy}")
+    batched = timed_rebuild(bench, graph, foci, strategy,
+                            "main" if strategy == "wavefront" else strategy)
+    say(f"rebuild {strategy}: {batched['snapshots_per_s']:.0f} snapshots/s, "
+        f"{batched['sql_per_snapshot']:.3f} SQL/snapshot over {len(foci)} notes")
+    lazy = baseline_rebuild(bench, graph, foci[: bench.plan.baseline_notes], strategy)
+    say(f"baseline {strategy}: {lazy['snapshots_per_s']:.1f} snapshots/s, "
+        f"{lazy['sql_per_snapshot']:.1f} SQL/snapshot over {lazy['notes']} notes")
+    return _compare(batched, lazy)
+
+
+def rebuild_section(bench: Bench, graph: Graph, foci: list[int]) -> dict[str, Any]:
+    """Per strategy, batched against baseline; the top-level keys are wavefront's. The wavefront
+    snapshots stay under ``<base>:main`` for the memory, reader and invalidation sections."""
+    by = {strategy: _strategy(bench, graph, foci, strategy) for strategy in STRATEGIES}
+    main = by["wavefront"]
+    return {"snapshots_per_s": main["batched"]["snapshots_per_s"],
+            "sql_per_snapshot": main["batched"]["sql_per_snapshot"],
+            "baseline_snapshots_per_s": main["baseline"]["snapshots_per_s"],
+            "baseline_sql_per_snapshot": main["baseline"]["sql_per_snapshot"],
+            "sql_ratio": main["sql_ratio"], "throughput_ratio": main["throughput_ratio"],
+            "notes": len(foci), "baseline_notes": main["baseline"]["notes"], "batch_size": PAGE,
+            "by_strategy": by}

@@ -1,0 +1,175 @@
+"""A real Celery worker and ``graphrag serve`` for the HTTP and invalidation sections.
+
+Both run as subprocesses in process groups of their own, started from the repository root with the
+run's settings in their environment (every other ``GRAPHRAG_*``/``CELERY_*`` variable of the caller
+is dropped, so a developer's shell cannot redirect them), and are stopped with SIGTERM, then
+SIGKILL, of exactly those groups. Celery's broker is a Redis database of its own: the first empty one
+of 15..8, claimed with a marker key (:func:`storage.redis.probe.claim_empty_database`) and flushed
+at the end, so a benchmark never reads or drops another user's queues.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+import httpx
+
+from ops.bench.graph import Graph
+from ops.bench.plan import MAX_TOKEN_LIMIT, ROOT, Bench, BenchError, say, wait_for
+from storage.redis import probe
+
+__all__ = [
+    "BROKER_DBS", "Services", "broker_idle", "claimed_broker", "credentials", "process_group",
+    "says_ready", "service_env", "services", "stop_group", "worker_command",
+]
+
+BROKER_DBS = range(15, 7, -1)
+CLAIM_KEY = "graphrag-bench:broker-claim"
+QUEUES = ("realtime", "bulk")
+
+
+@dataclass
+class Services:
+    """Where the started services listen, their credentials, the broker they share."""
+
+    base_url: str
+    token: str
+    secret: str
+    broker: probe.ClaimedDatabase
+    prefix: str
+
+
+def broker_idle(svc: Services) -> bool:
+    """No message waits in or is being worked on from the worker's queues."""
+    return probe.pending_messages(svc.broker, QUEUES) == 0
+
+
+@contextlib.contextmanager
+def claimed_broker(redis_url: str) -> Iterator[probe.ClaimedDatabase]:
+    """The first empty Redis database of 15..8, claimed with a marker key; flushed afterwards."""
+    claim = probe.claim_empty_database(redis_url, BROKER_DBS, marker=CLAIM_KEY)
+    if claim is None:
+        raise BenchError(f"no empty Redis database among {list(BROKER_DBS)} for the Celery broker")
+    try:
+        yield claim
+    finally:
+        probe.release_database(claim)
+
+
+def _group_alive(pid: int) -> bool:
+    try:
+        os.killpg(pid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def stop_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the process group this run started, then SIGKILL whatever is left."""
+    for sig, wait_s in ((signal.SIGTERM, 20.0), (signal.SIGKILL, 10.0)):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=wait_s)
+        if wait_for(lambda: not _group_alive(proc.pid), wait_s, 0.05):
+            return
+
+
+def _tail(path: Path, lines: int = 30) -> str:
+    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+
+
+@contextlib.contextmanager
+def process_group(command: list[str], env: dict[str, str], log: Path,
+                  ready: Callable[[], bool], what: str) -> Iterator[subprocess.Popen[bytes]]:
+    """Start ``command`` in a new session, wait (60 s) until ``ready``; stop its group at the end."""
+    with log.open("ab") as out:
+        proc = subprocess.Popen(command, env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        if not wait_for(lambda: ready() or proc.poll() is not None, 60, 0.1) or proc.poll() is not None:
+            raise BenchError(f"{what} did not start:\n{_tail(log)}")
+        yield proc
+    finally:
+        stop_group(proc)
+
+
+def credentials() -> tuple[str, str]:
+    """A fresh reader token and webhook secret for the processes of one run."""
+    return f"bench-{uuid.uuid4().hex}", "whsec_" + base64.b64encode(os.urandom(24)).decode()
+
+
+def _free_port() -> int:
+    with socket.socket() as probe_socket:
+        probe_socket.bind(("127.0.0.1", 0))
+        return int(probe_socket.getsockname()[1])
+
+
+def _healthy(base_url: str) -> bool:
+    try:
+        return httpx.get(f"{base_url}/healthz", timeout=1).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def service_env(bench: Bench, graph: Graph, broker_url: str, token: str, secret: str,
+                prefix: str | None = None) -> dict[str, str]:
+    keep = {"GRAPHRAG_TIKTOKEN_FILE"}
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("GRAPHRAG_", "CELERY_")) or k in keep}
+    env.update(GRAPHRAG_DATABASE_URL=graph.url, GRAPHRAG_REDIS_URL=bench.redis_url,
+               GRAPHRAG_REDIS_PREFIX=prefix or bench.prefix("main"), CELERY_BROKER_URL=broker_url,
+               GRAPHRAG_READER_TOKEN=token, GRAPHRAG_WEBHOOK_SECRET=secret,
+               GRAPHRAG_STRATEGIES="wavefront", GRAPHRAG_MAX_TOKEN_LIMIT=str(MAX_TOKEN_LIMIT),
+               PYTHONUNBUFFERED="1")
+    return env
+
+
+def _serve_command(port: int) -> list[str]:
+    script = Path(sys.executable).with_name("graphrag")
+    head = [str(script)] if script.exists() else [sys.executable, "-c",
+                                                   "from worker.cli import main; main()"]
+    return [*head, "serve", "--host", "127.0.0.1", "--port", str(port)]
+
+
+def worker_command(bench: Bench, concurrency: int = 2) -> list[str]:
+    return [sys.executable, "-m", "celery", "-A", "worker.app", "worker", "-Q", ",".join(QUEUES),
+            "--concurrency", str(concurrency), "--loglevel=info", "--without-gossip",
+            "--without-mingle", "--without-heartbeat", "-n", f"bench-{bench.run}-{concurrency}@%h"]
+
+
+def says_ready(log: Path) -> bool:
+    """Celery's worker logs "... ready." once it consumes."""
+    return bool(re.search(r"\bready\.", log.read_text()))
+
+
+@contextlib.contextmanager
+def services(bench: Bench, graph: Graph) -> Iterator[Services]:
+    """A Celery worker (2 processes, queues realtime and bulk) and ``graphrag serve`` on a free
+    port, both on the graph's database and the run's ``<base>:main`` snapshots."""
+    token, secret = credentials()
+    port = _free_port()
+    base_url = f"http://127.0.0.1:{port}"
+    with claimed_broker(bench.redis_url) as broker, \
+            tempfile.TemporaryDirectory(prefix="graphrag-bench-") as tmp:
+        env = service_env(bench, graph, broker.url, token, secret)
+        log = Path(tmp) / "worker.log"
+        with process_group(worker_command(bench), env, log, partial(says_ready, log),
+                           "the Celery worker"), \
+                process_group(_serve_command(port), env, Path(tmp) / "serve.log",
+                              lambda: _healthy(base_url), "graphrag serve"):
+            say(f"Celery worker (2 processes) and graphrag serve on port {port} are up")
+            yield Services(base_url, token, secret, broker, bench.prefix("main"))

@@ -1,0 +1,132 @@
+"""Draining the dirty set: rebuild dirty foci in batches and let go of them only once written.
+
+A drain *session* (:func:`drain_session`, what a worker's drain task runs) serves one batch at a
+time from whichever shard comes first in :meth:`DirtyQueue.ready` (urgent lanes first) and whose
+lock it can take at once: one worker per shard at a time, and as many shards in parallel as there
+are workers. The lock is held for one batch only, so between batches every session looks again for
+urgent work: an edit waits for at most one batch of a hub's wide rebuild on each busy worker.
+
+Also the one place of the policy "a rebuild raced an edit: put the focus back" (:func:`requeue`),
+which every writer of snapshots (drains, full rebuilds, reader write-backs, stale refreshes) follows:
+a snapshot that showed a note edited after the rebuild read its edit sequence may hold the old text,
+so its focus is rebuilt again from the dirty set (docs/redis.md, "The edit race").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+
+from service.ports import Coordination, DirtyQueue, Lease
+from service.rebuild import RebuildReport
+
+__all__ = ["DrainResult", "drain_once", "drain_session", "drain_until", "requeue"]
+
+log = logging.getLogger("graphrag.drain")
+
+
+@dataclass(frozen=True, slots=True)
+class DrainResult:
+    """One batch: foci taken, snapshots written, foci put back (raced an edit), per-note errors."""
+
+    taken: int
+    written: int
+    requeued: int
+    errors: int
+
+
+def drain_once(
+    dirty: DirtyQueue, rebuild_ids: Callable[[Iterable[int]], RebuildReport], *, batch: int,
+    settled_before_ms: float, now_ms: int, shard: int | None = None,
+) -> DrainResult | None:
+    """Rebuild up to ``batch`` settled dirty foci; None when none is settled.
+
+    A focus leaves the set only after its rebuild was written or found obsolete, and only if it was
+    not dirtied again meanwhile. Foci whose snapshot raced an edit go back in with a new score.
+    Database or Redis outages propagate and leave the set untouched (the task retries).
+    A per-note error (bad data) is logged and the focus let go: retrying cannot help it.
+    """
+    taken = dirty.take(batch, shard=shard, settled_before_ms=settled_before_ms)
+    if not taken:
+        return None
+    report = rebuild_ids([note_id for note_id, _ in taken])
+    for note_id, message in report.errors.items():
+        log.error("rebuild of note %s failed: %s", note_id, message)
+    dirty.done([(note_id, score) for note_id, score in taken if note_id not in report.requeue])
+    requeue(dirty, report.requeue, now_ms=now_ms)
+    return DrainResult(len(taken), report.count, len(report.requeue), len(report.errors))
+
+
+def drain_until(
+    dirty: DirtyQueue, rebuild_ids: Callable[[Iterable[int]], RebuildReport], *, batch: int,
+    debounce_ms: int, budget_s: float, clock_ms: Callable[[], int],
+    after_batch: Callable[[], object] = lambda: None,
+) -> int:
+    """Drain settled foci batch after batch for up to ``budget_s``; returns snapshots written.
+
+    A focus is *settled* once ``debounce_ms`` passed since it was last dirtied, so a burst of edits
+    to one note costs a handful of rebuilds, not one per edit.
+    """
+    started, written = clock_ms(), 0
+    while clock_ms() - started < budget_s * 1000:
+        now = clock_ms()
+        result = drain_once(dirty, rebuild_ids, batch=batch, settled_before_ms=now - debounce_ms,
+                            now_ms=now)
+        if result is None:
+            break
+        written += result.written
+        after_batch()
+    return written
+
+
+def _held(lease: Lease) -> AbstractContextManager[object]:
+    return contextlib.nullcontext()
+
+
+def drain_session(
+    dirty: DirtyQueue, coordination: Coordination,
+    rebuild_ids: Callable[[Iterable[int]], RebuildReport], *, batch: int, debounce_ms: int,
+    budget_s: float, clock_ms: Callable[[], int], lock_ttl_ms: int,
+    hold: Callable[[Lease], AbstractContextManager[object]] = _held,
+) -> int:
+    """Drain batch after batch for up to ``budget_s``, each from the first ready shard whose lock is
+    free; returns snapshots written. Ends early when no ready shard is free. ``hold`` keeps a
+    lease alive while its batch runs (the worker renews it from a thread)."""
+    started, written = clock_ms(), 0
+    while clock_ms() - started < budget_s * 1000:
+        now = clock_ms()
+        result = _locked_batch(dirty, coordination, rebuild_ids, batch=batch, now_ms=now,
+                               settled_before_ms=now - debounce_ms, lock_ttl_ms=lock_ttl_ms, hold=hold)
+        if result is None:
+            break
+        written += result.written
+    return written
+
+
+def _locked_batch(
+    dirty: DirtyQueue, coordination: Coordination,
+    rebuild_ids: Callable[[Iterable[int]], RebuildReport], *, batch: int, now_ms: int,
+    settled_before_ms: float, lock_ttl_ms: int, hold: Callable[[Lease], AbstractContextManager[object]],
+) -> DrainResult | None:
+    for shard in dirty.ready(settled_before_ms=settled_before_ms):
+        lease = coordination.lock(f"drain:{shard}", ttl_ms=lock_ttl_ms)
+        if not lease.acquire():
+            continue  # another worker drains this shard
+        try:
+            with hold(lease):
+                result = drain_once(dirty, rebuild_ids, batch=batch, shard=shard, now_ms=now_ms,
+                                    settled_before_ms=settled_before_ms)
+        finally:
+            lease.release()
+        if result is not None:
+            return result
+    return None
+
+
+def requeue(dirty: DirtyQueue, raced: Iterable[int], *, now_ms: int) -> int:
+    """Put foci whose snapshots raced an edit back into the dirty set; how many were new there."""
+    ids = list(raced)
+    return dirty.add(ids, now_ms=now_ms) if ids else 0

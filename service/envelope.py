@@ -1,0 +1,227 @@
+"""The stored form of a snapshot: its key and its envelope (docs/redis.md, "Envelope").
+
+A snapshot is keyed by (focus note, strategy, seed[, tokenLimit]) — :class:`SnapshotKey`; the
+tokenLimit is part of the key only for strategies whose smaller tokenLimits are not answered from
+one snapshot (the registry's ``per-limit`` mode). Its value is the orjson bytes of an
+:class:`Envelope`, a documented layout a Java reader can parse.
+
+Decoding never raises: missing, corrupt or foreign-schema bytes decode to None (a miss), so a bad
+value in Redis costs one recomputation, never an error in front of a user.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from graphrag import Request
+from graphrag import strategy as registry
+from graphrag.errors import InvalidParameter
+from graphrag.focus_strategy import WikiOutcome
+from graphrag.render import loads as loads_json
+
+__all__ = ["SCHEMA", "Envelope", "Fact", "SnapshotKey", "decode_envelope", "is_fresh", "key_limit"]
+
+SCHEMA = 1
+#: What a snapshot depends on, for the reverse index: a note id (the tree model: a note it shows),
+#: or a wiki fact it read (``note:5``, ``links:5``, ``inbound:5``, ``peers:3:root``, ...).
+Fact = int | str
+
+
+def key_limit(strategy: str, token_limit: int) -> int | None:
+    """The tokenLimit part of a snapshot key: set for per-limit strategies, None otherwise."""
+    try:
+        per_limit = registry.get(strategy).limits == "per-limit"
+    except InvalidParameter:
+        per_limit = False
+    return token_limit if per_limit else None
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotKey:
+    """Which snapshot: a focus note, a strategy, a seed and (per-limit strategies) a tokenLimit."""
+
+    note_id: int
+    strategy: str
+    seed: int | None
+    token_limit: int | None = None
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """One stored snapshot. JSON names (camelCase) are the documented layout a Java reader parses.
+
+    ``computed_at_ms`` is the wall clock of the computation (freshness), ``as_of_ms`` the ``now`` the
+    recency score used; ``max_token_limit`` the tokenLimit it was computed at; ``focus_tokens`` and
+    ``related_tokens`` (one per related note, in order) let a smaller tokenLimit be sliced from it.
+    """
+
+    note_id: int
+    seed: int | None
+    strategy: str
+    generation: int
+    computed_at_ms: int
+    as_of_ms: int
+    max_token_limit: int
+    focus_tokens: int
+    related_tokens: tuple[int, ...]
+    depends_on: tuple[Fact, ...]
+    config_hash: str
+    result: dict[str, Any] = field(repr=False)
+    schema: int = SCHEMA
+    #: ``trace`` strategies: the budget-independent trace (JSON) every tokenLimit up to
+    #: ``max_token_limit`` is replayed from, and the tokenLimit ``result`` was cut at
+    trace: dict[str, Any] | None = field(default=None, repr=False)
+    result_limit: int | None = None
+    #: The result's exact JSON bytes when known (as stored, or as computed): served without
+    #: re-encoding. Not part of the stored layout.
+    result_json: bytes | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def sliceable(self) -> bool:
+        """Whether ``related_tokens`` are all integers (checked only when a slice is needed)."""
+        return all(type(i) is int for i in self.related_tokens)
+
+    @property
+    def key(self) -> SnapshotKey:
+        """Where this envelope is stored."""
+        limit = key_limit(self.strategy, self.max_token_limit)
+        return SnapshotKey(self.note_id, self.strategy, self.seed, limit)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "schema": self.schema, "noteId": self.note_id, "seed": self.seed,
+            "strategy": self.strategy, "generation": self.generation,
+            "computedAt": self.computed_at_ms, "asOf": self.as_of_ms,
+            "maxTokenLimit": self.max_token_limit, "focusTokens": self.focus_tokens,
+            "relatedTokens": list(self.related_tokens), "dependsOn": list(self.depends_on),
+            "configHash": self.config_hash,
+        }
+        if self.trace is not None:
+            out |= {"resultTokenLimit": self.result_limit, "trace": self.trace}
+        return out | {"result": self.result}
+
+    def encode(self) -> bytes:
+        """The stored bytes (orjson); the result's exact bytes are embedded as they are when known
+        (they may hold a lone surrogate escape, which orjson would not write from a string)."""
+        out = self.to_json()
+        if self.result_json is not None:
+            out["result"] = orjson.Fragment(self.result_json)
+        return orjson.dumps(out)
+
+    @classmethod
+    def of(
+        cls, outcome: Any, view: Any, request: Request, *, strategy: str, generation: int,
+        computed_at_ms: int, config_hash: str,
+    ) -> Envelope:
+        """The envelope of a computed ``outcome`` (``view`` = the view it was computed from)."""
+        if isinstance(outcome, WikiOutcome):
+            return cls._of_trace(outcome, request, strategy=strategy, generation=generation,
+                                 computed_at_ms=computed_at_ms, config_hash=config_hash)
+        return cls(
+            note_id=request.focus_id, seed=request.seed, strategy=strategy, generation=generation,
+            computed_at_ms=computed_at_ms, as_of_ms=request.now_ms,
+            max_token_limit=request.token_limit, focus_tokens=outcome.focus.tokens,
+            related_tokens=outcome.related_tokens, depends_on=tuple(sorted(outcome.depends_on(view))),
+            config_hash=config_hash, result=loads_json(result_json := outcome.to_json()),
+            result_json=result_json,
+        )
+
+    @classmethod
+    def _of_trace(cls, outcome: WikiOutcome, request: Request, *, strategy: str, generation: int,
+                  computed_at_ms: int, config_hash: str) -> Envelope:
+        result_json = outcome.to_json()
+        return cls(
+            note_id=request.focus_id, seed=request.seed, strategy=strategy, generation=generation,
+            computed_at_ms=computed_at_ms, as_of_ms=request.now_ms,
+            max_token_limit=request.sizing_limit, focus_tokens=0, related_tokens=(),
+            depends_on=tuple(sorted(outcome.depends_on())), config_hash=config_hash,
+            result=loads_json(result_json), result_json=result_json,
+            trace=outcome.trace.to_json(), result_limit=request.token_limit,
+        )
+
+
+def is_fresh(envelope: Envelope, now_ms: int, *, soft_ttl_s: int, config_hash: str) -> bool:
+    """Within the soft TTL and computed under the running configuration."""
+    return envelope.computed_at_ms + soft_ttl_s * 1000 > now_ms and envelope.config_hash == config_hash
+
+
+_INT_FIELDS = ("noteId", "generation", "computedAt", "asOf", "maxTokenLimit", "focusTokens")
+_INT_ONLY = frozenset({int})
+def _ints(values: Any) -> bool:
+    """Whether ``values`` is a list of plain ints (bools excluded); one C-level pass."""
+    return isinstance(values, list) and set(map(type, values)) <= _INT_ONLY
+
+
+def _facts(values: Any) -> bool:
+    """Whether ``values`` is a list of note ids, or of wiki facts (``kind:...`` strings)."""
+    if _ints(values):
+        return True
+    return isinstance(values, list) and all(type(v) is str and ":" in v for v in values)
+
+
+def _traced(obj: dict[str, Any]) -> bool:
+    """A trace, when present, is an object with the tokenLimit its result was cut at."""
+    if "trace" not in obj:
+        return True
+    return isinstance(obj["trace"], dict) and type(obj.get("resultTokenLimit")) is int
+
+
+def _valid(obj: Any) -> bool:
+    if not isinstance(obj, dict) or type(obj.get("schema")) is not int or obj["schema"] != SCHEMA:
+        return False
+    if not _ints([obj.get(k) for k in _INT_FIELDS]):
+        return False
+    if obj.get("seed") is not None and type(obj.get("seed")) is not int:
+        return False
+    if not (isinstance(obj.get("strategy"), str) and isinstance(obj.get("configHash"), str)):
+        return False
+    if not (_ints(obj.get("relatedTokens")) and _facts(obj.get("dependsOn")) and _traced(obj)):
+        return False
+    result = obj.get("result")
+    return (
+        isinstance(result, dict) and isinstance(result.get("focusNote"), dict)
+        and isinstance(result.get("relatedNotes"), list)
+        and ("trace" in obj or len(result["relatedNotes"]) == len(obj["relatedTokens"]))
+    )
+
+
+def decode_envelope(data: bytes | str | None) -> Envelope | None:
+    """The envelope in ``data``, or None for missing, corrupt or foreign-schema bytes. Never raises."""
+    if data is None:
+        return None
+    try:
+        obj = loads_json(data)
+    except (ValueError, TypeError):  # orjson's and the standard library's decode errors
+        return None
+    if not _valid(obj):
+        return None
+    return Envelope(
+        note_id=obj["noteId"], seed=obj["seed"], strategy=obj["strategy"],
+        generation=obj["generation"], computed_at_ms=obj["computedAt"], as_of_ms=obj["asOf"],
+        max_token_limit=obj["maxTokenLimit"], focus_tokens=obj["focusTokens"],
+        related_tokens=tuple(obj["relatedTokens"]), depends_on=tuple(obj["dependsOn"]),
+        config_hash=obj["configHash"], result=obj["result"],
+        result_json=_result_bytes(data, obj), trace=obj.get("trace"),
+        result_limit=obj.get("resultTokenLimit"),
+    )
+
+
+_RESULT_MARK = b',"result":'
+
+
+def _result_bytes(data: bytes | str, obj: dict[str, Any]) -> bytes | None:
+    """The stored bytes of ``result`` when it is the last member (as this service writes it).
+
+    Inside a JSON string a quote is escaped, so the bytes ``,"result":`` only ever appear as a member
+    name, and no object of the layout but the envelope has a member called ``result``: its last
+    occurrence (searched from the end, over the result only) is the envelope's own. The parsed
+    envelope already proved the JSON valid.
+    """
+    raw = data.encode() if isinstance(data, str) else data
+    at = raw.rfind(_RESULT_MARK)
+    if at < 0 or next(reversed(obj)) != "result" or not raw.endswith(b"}"):
+        return None
+    return raw[at + len(_RESULT_MARK) : -1]

@@ -1,0 +1,223 @@
+"""The ports: everything the use cases need from the outside world, declared as Protocols.
+
+Two sides (docs/architecture.md):
+
+* :class:`NoteSource` reads Doughnut's database through one *schema profile* (a table layout and
+  the graph model it yields). Batched: a computation's needs arrive as one object per round and
+  the source answers each kind with a few IN statements.
+* The Redis side is four small ports: :class:`SnapshotCache` (snapshots with their compare-and-set
+  write, generations, the reverse index and edit stamps), :class:`DirtyQueue` (foci waiting for a
+  rebuild), :class:`Coordination` (expiring locks, flags and claims) and :class:`ProgressLog` (a
+  full rebuild's progress).
+
+Every implementation raises only the service's own errors (``graphrag.errors``): a driver error is
+translated at the seam with ``raise ... from``, so no redis-py or SQLAlchemy type or exception ever
+reaches a use case. Implementations: SQL profiles and Redis adapters in ``storage``, in-memory
+ones in ``storage.memory`` (fast tests, and the same contract suites run against all of them).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
+
+from service.envelope import Envelope, Fact, SnapshotKey
+
+__all__ = [
+    "Coordination",
+    "DirtyQueue",
+    "Lease",
+    "Loader",
+    "NoteSource",
+    "ProgressLog",
+    "SnapshotCache",
+]
+
+#: Loads one round's need into a view (a batch's connection stays open between rounds).
+Loader = Callable[[Any, Any], None]
+
+
+class NoteSource(Protocol):
+    """Read-only access to Doughnut's notes through one schema profile."""
+
+    @property
+    def profile(self) -> str:
+        """The profile's name, e.g. ``doughnut-2025``."""
+
+    @property
+    def model(self) -> str:
+        """The graph model it yields: ``tree`` or ``wiki`` (what strategies declare they need)."""
+
+    def check(self) -> None:
+        """Raise SchemaMismatch naming what is missing, or DatabaseUnavailable."""
+
+    def ping(self) -> None:
+        """Raise DatabaseUnavailable unless the database answers."""
+
+    def batch(self) -> AbstractContextManager[Loader]:
+        """A loader for one batch computation, on one connection for all its rounds."""
+
+    def live_ids_after(self, after_id: int, limit: int) -> list[int]:
+        """The next ``limit`` live note ids above ``after_id`` (keyset paging)."""
+
+    def count_live(self) -> int:
+        """How many live notes exist."""
+
+    def any_note(self) -> bool:
+        """Whether any note row exists, deleted ones included."""
+
+    def edit_scope(self, roots: Iterable[int], *, limit: int = 10_000) -> set[int]:
+        """The notes a delete or restore of ``roots`` changes together with them (tree: the subtree
+        and the link notes pointing into it), ``roots`` included; bounded by ``limit``."""
+
+    def referrers_of(self, ids: Iterable[int]) -> dict[int, set[int]]:
+        """Per id, every note linking to it, deleted or not (tree: link notes targeting it; wiki:
+        notes with a link row to it)."""
+
+
+class SnapshotCache(Protocol):
+    """Snapshots, their generations, the reverse index and edit stamps (docs/redis.md)."""
+
+    soft_ttl_s: int
+    hard_ttl_s: int
+
+    def read(self, key: SnapshotKey) -> bytes | None:
+        """The stored bytes of one snapshot (one round trip), or None; a foreign value is None."""
+
+    def write_many(self, envelopes: Sequence[Envelope]) -> list[bool]:
+        """Compare-and-set every envelope (refused when its generation is older than the note's)
+        and keep the reverse index exact; the accepted flags, in order."""
+
+    def delete_focus(self, note_id: int, keys: Iterable[SnapshotKey], *,
+                     generation: int | None) -> bool:
+        """Remove a focus's snapshots (those recorded plus ``keys``) and their index entries; with a
+        ``generation`` a compare-and-set (False when the note moved on)."""
+
+    def generations(self, note_ids: Iterable[int]) -> dict[int, int]:
+        """Each note's generation counter (missing = 0)."""
+
+    def bump_generations(self, note_ids: Iterable[int]) -> dict[int, int]:
+        """Advance each note's generation, strictly increasing even after the counter was lost."""
+
+    def current_seq(self) -> int:
+        """The global edit sequence (missing = 0); never moves backwards."""
+
+    def stamp_touched(self, note_ids: Iterable[Fact]) -> int:
+        """Take the next sequence number and stamp every note (or fact) with it (never lowering a
+        stamp)."""
+
+    def touched_since(self, note_ids: Iterable[Fact], seq: int) -> set[Fact]:
+        """The notes (or facts) whose latest stamp is newer than ``seq``."""
+
+    def dependents(self, note_ids: Iterable[Fact]) -> set[int]:
+        """The foci whose snapshots (any variant) show any of ``note_ids`` (or read these facts)."""
+
+    def shown_by(self, focus_ids: Iterable[int]) -> dict[int, set[Fact]]:
+        """Per focus, the union of the notes (or facts) its stored snapshots depend on."""
+
+    def sample(self, count: int, rng: random.Random) -> list[bytes]:
+        """Up to ``count`` stored snapshots drawn uniformly."""
+
+    def ping(self) -> None:
+        """Raise CacheUnavailable unless the cache answers."""
+
+
+class Lease(Protocol):
+    """An expiring, exclusive lock; lost by itself when its holder dies."""
+
+    def acquire(self, *, wait_ms: int = 0) -> bool:
+        """Take it, waiting up to ``wait_ms``; False when someone else holds it."""
+
+    def renew(self) -> bool:
+        """Extend a held lease to its full TTL; False when it was lost meanwhile."""
+
+    def release(self) -> None:
+        """Give it up; never raises (an expired or unreachable lease frees itself)."""
+
+
+class Coordination(Protocol):
+    """Expiring locks, flags and claims shared by every process of a deployment."""
+
+    def lock(self, name: str, *, ttl_ms: int) -> Lease:
+        """A service-wide lock (e.g. ``drain``)."""
+
+    def snapshot_lock(self, key: SnapshotKey, *, ttl_ms: int) -> Lease:
+        """The live-compute lock of one snapshot."""
+
+    def claim_flag(self, name: str, *, ttl_ms: int) -> bool:
+        """True for the one caller that sets the flag; it expires by itself."""
+
+    def clear_flag(self, name: str) -> None:
+        """Drop a flag."""
+
+    def claim_refresh(self, note_id: int, *, ttl_s: int) -> bool:
+        """True for the one caller that may queue a refresh of the note now."""
+
+    def release_refresh(self, note_id: int) -> None:
+        """Let the next stale read queue a refresh again."""
+
+    def claim_delivery(self, token: str, *, ttl_s: int) -> bool:
+        """True the first time a delivery id is claimed within ``ttl_s`` (replay guard)."""
+
+    def seen_delivery(self, token: str) -> bool:
+        """Whether a delivery id was claimed within its window."""
+
+
+class DirtyQueue(Protocol):
+    """Foci waiting for a rebuild, in ``shards`` shards of two lanes; an id leaves only after its
+    rebuild was written (docs/architecture.md, "Draining").
+
+    Each id lives in one shard (``shard_of``) and, there, in one lane: *urgent* (the edited notes
+    and what they name) or *wide* (the rest of the affected set). A drain serves a shard's urgent
+    lane before its wide one, and one shard is drained by one worker at a time.
+    """
+
+    @property
+    def shards(self) -> int:
+        """How many shards the ids are spread over."""
+
+    def shard_of(self, note_id: int) -> int:
+        """The shard ``note_id`` lives in."""
+
+    def add(self, note_ids: Iterable[int], *, now_ms: int, urgent: bool = False) -> int:
+        """Mark dirty (a re-added id takes the new score; ``urgent`` moves it to the urgent lane,
+        and an id already there stays); how many were new."""
+
+    def ready(self, *, settled_before_ms: float = float("inf")) -> list[int]:
+        """Shards holding ids dirtied before ``settled_before_ms``: those with urgent ids first
+        (oldest first), then the rest by their oldest id."""
+
+    def take(self, limit: int, *, shard: int | None = None,
+             settled_before_ms: float = float("inf")) -> list[tuple[int, float]]:
+        """Up to ``limit`` oldest (id, score) pairs dirtied before ``settled_before_ms``, kept in the
+        set: urgent ones only while the shard has any, else wide ones; ``shard=None``: from every
+        shard, urgent ones first."""
+
+    def done(self, taken: Sequence[tuple[int, float]]) -> int:
+        """Remove the pairs whose score is unchanged since ``take``; how many were removed."""
+
+    def size(self) -> int:
+        """How many ids wait."""
+
+    def oldest_ms(self) -> float | None:
+        """The score of the longest-waiting id."""
+
+    def adopt(self) -> int:
+        """Move ids left outside today's shards (a changed shard count, an older unsharded set) into
+        their shards; how many moved."""
+
+
+class ProgressLog(Protocol):
+    """One full-rebuild run's progress (``graphrag rebuild --status``)."""
+
+    def start(self, run_id: str, *, now_ms: int) -> None: ...
+
+    def enqueued(self, run_id: str, count: int, *, last_id: int) -> None: ...
+
+    def dispatched(self, run_id: str, *, now_ms: int) -> None: ...
+
+    def done(self, run_id: str, count: int, *, errors: int, now_ms: int) -> None: ...
+
+    def status(self) -> Mapping[str, int | str]: ...

@@ -1,0 +1,298 @@
+"""The thin reader: serve a snapshot from the cache, compute live only on a miss (docs/redis.md).
+
+``get`` on a fresh hit is one cache read, one decode and a prefix slice: no SQL, no second round
+trip. Past the soft TTL (or under another configuration) the snapshot is served *stale* and one
+refresh per note is queued. On a miss one reader computes under a short per-snapshot lock and writes
+the result back through the compare-and-set; the others wait for it (bounded) and then read it.
+Cache down: compute live and say so; database down: serve any snapshot, however old; both down:
+:class:`Unavailable`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from graphrag import (
+    DatabaseUnavailable,
+    GraphRagError,
+    InvalidParameter,
+    Request,
+    check_note_id,
+    config_hash,
+    get_strategy,
+    strategy_names,
+)
+from graphrag.errors import CacheUnavailable, Unavailable
+from graphrag.wiki import Viewer
+from service.answers import Answer, Ask, envelope_body, outcome_body, parse_ask, trace_viewer
+from service.context import ContextService
+from service.envelope import Envelope, decode_envelope, is_fresh
+from service.metrics import ReaderMetrics
+from service.ports import Coordination, Lease, SnapshotCache
+
+__all__ = ["ReaderConfig", "Served", "SnapshotReader", "Unavailable"]
+
+log = logging.getLogger("graphrag.reader")
+Source = Literal["cache", "stale", "live"]
+
+
+@dataclass(frozen=True, slots=True)
+class ReaderConfig:
+    """What snapshots exist: strategies, seeds, the maximum tokenLimit and layered's limits."""
+
+    strategies: tuple[str, ...] | Callable[[], tuple[str, ...]] = ("wavefront",)
+    seeds: tuple[int, ...] = (0,)
+    max_token_limit: int = 5000
+    layered_limits: tuple[int, ...] = (2500, 5000)
+    lock_ttl_ms: int = 10_000
+    lock_wait_ms: int = 3_000
+    refresh_claim_s: int = 300
+
+
+@dataclass(frozen=True, slots=True)
+class Served:
+    """An answer and where it came from; ``age_s`` = seconds since it was computed. ``body`` is the
+    result JSON, or for a markdown read ``{"markdown": ...}`` with the text itself in ``text``."""
+
+    body: bytes
+    source: Source
+    age_s: float
+    text: str | None = None
+
+
+def _wall_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class SnapshotReader:
+    """Serves results; see the module docstring for the paths."""
+
+    def __init__(
+        self, service: ContextService, store: SnapshotCache, coordination: Coordination,
+        config: ReaderConfig, *, metrics: ReaderMetrics | None = None,
+        on_stale: Callable[[int], None] | None = None, on_raced: Callable[[int], object] | None = None,
+        clock_ms: Callable[[], int] = _wall_ms, rng: random.Random | None = None,
+    ) -> None:
+        self.service, self.store, self.coordination, self.config = service, store, coordination, config
+        self._strategies = config.strategies
+        self.metrics = metrics or ReaderMetrics.create()
+        self.on_stale, self.on_raced, self.clock_ms = on_stale, on_raced, clock_ms
+        self.rng = rng or random.Random()
+        self.config_hashes = {s: config_hash(s, service.params, service.counter.name)
+                              for s in strategy_names()}
+        self._latency = {source: self.metrics.read_latency_s.labels(source)
+                         for source in ("cache", "stale", "live")}
+
+    def strategies(self) -> tuple[str, ...]:
+        """The strategies kept as snapshots, the first being the default. A callable in the
+        config is resolved at the first read that can resolve it (which strategies exist may
+        depend on the database's layout, which a reader started while the database was down
+        learns later; until then a read without an explicit strategy is Unavailable)."""
+        if not isinstance(self._strategies, tuple):
+            try:
+                self._strategies = tuple(self._strategies())
+            except DatabaseUnavailable as err:
+                raise Unavailable(f"cannot tell which snapshots exist yet: {err}") from err
+        return self._strategies
+
+    # -- the public call ------------------------------------------------------------------------
+    def get(
+        self, note_id: int, *, token_limit: int | None = None, seed: int | None = None,
+        strategy: str | None = None, viewer: Viewer | None = None, fmt: str = "json",
+    ) -> Served:
+        """The answer for ``note_id``; raises InvalidParameter, NoteNotFound, NoteNotReadable,
+        Unavailable. ``viewer`` (wiki strategies) reads as that user; ``fmt`` json or markdown."""
+        started = time.perf_counter()
+        served = self._serve(self._ask(note_id, token_limit, seed, strategy, viewer, fmt))
+        self._latency[served.source].observe(time.perf_counter() - started)
+        return served
+
+    def _ask(self, note_id: int, token_limit: int | None, seed: int | None, strategy: str | None,
+             viewer: Viewer | None, fmt: str) -> Ask:
+        c = self.config
+        if strategy is not None:
+            get_strategy(strategy)
+        name = strategy if strategy is not None else self._default(note_id, token_limit, seed)
+        ask = parse_ask(note_id, strategy=name, token_limit=token_limit, seed=seed, viewer=viewer,
+                        fmt=fmt, seeds=c.seeds, max_token_limit=c.max_token_limit)
+        if ask.seed is None and not ask.traced:
+            ask = dataclasses.replace(ask, seed=self.rng.choice(c.seeds))
+        return dataclasses.replace(ask, stored_limit=self._stored_limit(ask))
+
+    def _default(self, note_id: int, token_limit: int | None, seed: int | None) -> str:
+        """The default strategy; the other parameters are checked first (a bad one is a 400 even
+        while the default cannot be learned)."""
+        check_note_id(note_id)
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+            raise InvalidParameter("seed", "must be an integer")
+        return self.strategies()[0]
+
+    def _stored_limit(self, ask: Ask) -> int | None:
+        c, mode = self.config, get_strategy(ask.strategy).limits
+        if ask.strategy not in self.strategies():
+            return None
+        if mode == "per-limit":
+            return ask.token_limit if ask.token_limit in c.layered_limits else None
+        if mode == "trace" and ask.seed is not None and ask.seed not in c.seeds:
+            return None
+        return c.max_token_limit if ask.token_limit <= c.max_token_limit else None
+
+    # -- paths ----------------------------------------------------------------------------------
+    def _serve(self, ask: Ask) -> Served:
+        if ask.stored_limit is None:
+            return self._live(ask, write=False)
+        try:
+            raw = self.store.read(ask.key)
+        except CacheUnavailable as err:
+            self.metrics.redis_errors.inc()
+            log.warning("cache unavailable, computing note %s live: %s", ask.note_id, err)
+            return self._live(ask, write=False)
+        envelope = self._usable(decode_envelope(raw), ask)
+        if ask.viewer is not None and (envelope is None or trace_viewer(envelope) != ask.viewer):
+            return self._live(ask, write=False)  # another viewer's view: never the owner's key
+        if envelope is None:
+            self.metrics.misses.inc()
+            return self._compute_once(ask)
+        return self._cached(envelope, ask)
+
+    def _usable(self, envelope: Envelope | None, ask: Ask) -> Envelope | None:
+        """The envelope if it can answer this ask at all (fresh or stale); None is a miss."""
+        if envelope is None or envelope.note_id != ask.note_id or envelope.seed != ask.seed:
+            return None
+        if envelope.strategy != ask.strategy or envelope.max_token_limit < ask.token_limit:
+            return None
+        if ask.traced:
+            return envelope if envelope.trace is not None else None
+        if ask.token_limit < envelope.max_token_limit and not envelope.sliceable:
+            return None
+        return envelope
+
+    def _fresh(self, envelope: Envelope, now_ms: int) -> bool:
+        return is_fresh(envelope, now_ms, soft_ttl_s=self.store.soft_ttl_s,
+                        config_hash=self.config_hashes.get(envelope.strategy, ""))
+
+    def _cached(self, envelope: Envelope, ask: Ask) -> Served:
+        now_ms = self.clock_ms()
+        age_s = max(0.0, (now_ms - envelope.computed_at_ms) / 1000)
+        if self._fresh(envelope, now_ms):
+            self.metrics.hits.inc()
+            return self._served(envelope_body(envelope, ask), "cache", age_s)
+        self.metrics.stale.inc()
+        self._queue_refresh(ask.note_id)
+        return self._served(envelope_body(envelope, ask), "stale", age_s)
+
+    @staticmethod
+    def _served(answer: Answer, source: Source, age_s: float) -> Served:
+        return Served(answer.body, source, age_s, answer.text)
+
+    def _queue_refresh(self, note_id: int) -> None:
+        if self.on_stale is None:
+            return
+        try:
+            if self.coordination.claim_refresh(note_id, ttl_s=self.config.refresh_claim_s):
+                self.on_stale(note_id)
+        except GraphRagError as err:
+            log.warning("could not queue a refresh of note %s: %s", note_id, err)
+
+    # -- misses ---------------------------------------------------------------------------------
+    def _compute_once(self, ask: Ask) -> Served:
+        """Compute under the snapshot's lock; waiters read what the holder wrote."""
+        lease = self.coordination.snapshot_lock(ask.key, ttl_ms=self.config.lock_ttl_ms)
+        try:
+            acquired = lease.acquire()
+            if not acquired:
+                self.metrics.lock_waits.inc()
+                acquired = lease.acquire(wait_ms=self.config.lock_wait_ms)
+        except CacheUnavailable as err:
+            self.metrics.redis_errors.inc()
+            log.warning("cache lock unavailable for note %s: %s", ask.note_id, err)
+            return self._live(ask, write=False)
+        return self._locked(ask, lease if acquired else None)
+
+    def _locked(self, ask: Ask, lease: Lease | None) -> Served:
+        try:
+            return self._after_lock(ask)
+        finally:
+            if lease is not None:
+                lease.release()
+
+    def _after_lock(self, ask: Ask) -> Served:
+        try:
+            envelope = self._usable(decode_envelope(self.store.read(ask.key)), ask)
+        except CacheUnavailable:
+            envelope = None
+        if envelope is not None and self._fresh(envelope, self.clock_ms()):
+            self.metrics.hits.inc()
+            return self._served(envelope_body(envelope, ask), "cache", 0.0)
+        return self._live(ask, write=True)
+
+    def _request(self, ask: Ask, now_ms: int, *, write: bool) -> Request:
+        """What to compute: the snapshot's shape when writing it back, else just the ask (a trace
+        strategy's traversal is then sized for the asked tokenLimit only)."""
+        top = self.config.max_token_limit
+        if write and ask.traced:
+            ready = min(get_strategy(ask.strategy).default_token_limit or top, top)
+            return Request(ask.note_id, ask.seed, ready, now_ms, traversal_token_limit=top)
+        size = ask.stored_limit if write and ask.stored_limit is not None else ask.token_limit
+        traversal = size if ask.traced else max(size, top)
+        return Request(ask.note_id, ask.seed, size, now_ms, traversal_token_limit=traversal,
+                       viewer=ask.viewer)
+
+    def _live(self, ask: Ask, *, write: bool) -> Served:
+        """Compute now; with ``write``, store the snapshot-sized result through the CAS."""
+        generation = self._generation(ask.note_id) if write else 0
+        seq = self._seq() if write else None  # read before the database (docs/redis.md)
+        request = self._request(ask, self.clock_ms(), write=write)
+        started = time.perf_counter()
+        outcome, view = self._compute(request, ask.strategy)
+        self.metrics.live_latency_s.observe(time.perf_counter() - started)
+        self.metrics.live_computes.inc()
+        if not write:
+            return self._served(outcome_body(outcome, ask), "live", 0.0)
+        envelope = Envelope.of(outcome, view, request, strategy=ask.strategy, generation=generation,
+                               computed_at_ms=request.now_ms,
+                               config_hash=self.config_hashes[ask.strategy])
+        self._write_back(envelope, seq)
+        return self._served(envelope_body(envelope, ask), "live", 0.0)
+
+    def _seq(self) -> int | None:
+        try:
+            return self.store.current_seq()
+        except CacheUnavailable:
+            return None
+
+    def _generation(self, note_id: int) -> int:
+        try:
+            return self.store.generations([note_id])[note_id]
+        except CacheUnavailable:
+            return 0
+
+    def _compute(self, request: Request, strategy: str) -> tuple[Any, Any]:
+        try:
+            computed = self.service.compute_many([request], strategy)
+        except DatabaseUnavailable as err:
+            self.metrics.database_errors.inc()
+            raise Unavailable(f"no snapshot of note {request.focus_id} and {err}") from err
+        result = computed.results[request]
+        if isinstance(result, GraphRagError):
+            raise result
+        return result, computed.view
+
+    def _write_back(self, envelope: Envelope, seq: int | None) -> None:
+        """CAS-write; then, like a rebuild, redo the focus if an edit raced the computation."""
+        try:
+            if not self.store.write_many([envelope])[0]:
+                self.metrics.cas_rejections.inc()
+                return
+            raced = seq is None or self.store.touched_since(envelope.depends_on, seq)
+            if raced and self.on_raced is not None:
+                self.on_raced(envelope.note_id)
+        except CacheUnavailable as err:
+            self.metrics.redis_errors.inc()
+            log.warning("could not write back note %s: %s", envelope.note_id, err)

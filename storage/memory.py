@@ -1,0 +1,399 @@
+"""In-memory implementations of the Redis-side ports, for fast tests and single-process demos.
+
+They keep the same promises as the Redis adapters and pass the same contract suites
+(tests/contracts): the compare-and-set on generations, a reverse index that always equals what the
+stored snapshots show, hybrid-clock generations that keep increasing after a counter is lost, TTLs
+on every key but the edit sequence, locks that expire. One :class:`MemoryState` holds everything
+(as one Redis would) behind one mutex, so every operation is atomic as a Lua script is; its
+``down`` switch makes every call raise ``CacheUnavailable`` (an unreachable Redis).
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from graphrag.errors import CacheUnavailable
+from service.envelope import Envelope, Fact, SnapshotKey
+
+__all__ = [
+    "MemoryCache",
+    "MemoryCoordination",
+    "MemoryDirtySet",
+    "MemoryProgress",
+    "MemoryState",
+]
+
+_INDEX_TTL_MARGIN_MS = 60_000
+
+
+def _wall_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+@dataclass
+class MemoryState:
+    """Everything one in-memory "Redis" holds; values expire at their ``(value, expires_ms)``."""
+
+    clock_ms: Callable[[], int] = _wall_ms
+    down: bool = False
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    snapshots: dict[SnapshotKey, tuple[bytes, int]] = field(default_factory=dict)
+    generations: dict[int, tuple[int, int]] = field(default_factory=dict)
+    shows: dict[int, dict[SnapshotKey, frozenset[Fact]]] = field(default_factory=dict)
+    deps: dict[Fact, set[int]] = field(default_factory=dict)
+    touched: dict[Fact, tuple[int, int]] = field(default_factory=dict)
+    seq: int = 0
+    last_us: int = 0
+    dirty: dict[int, float] = field(default_factory=dict)
+    urgent: set[int] = field(default_factory=set)
+    expiring: dict[str, tuple[str, int]] = field(default_factory=dict)
+    progress: dict[str, dict[str, int | str]] = field(default_factory=dict)
+
+    def check(self) -> None:
+        if self.down:
+            raise CacheUnavailable("redis unavailable: the in-memory cache is switched off")
+
+    def live(self, entry: tuple[object, int] | None) -> bool:
+        return entry is not None and entry[1] > self.clock_ms()
+
+    def now_us(self) -> int:
+        """Microseconds that never repeat (the role of Redis's TIME in generation bumps)."""
+        self.last_us = max(self.clock_ms() * 1000, self.last_us + 1)
+        return self.last_us
+
+
+class MemoryCache:
+    """:class:`service.ports.SnapshotCache` in memory."""
+
+    def __init__(self, state: MemoryState | None = None, *, soft_ttl_s: int = 86_400,
+                 hard_ttl_s: int = 7 * 86_400, touched_ttl_s: int = 86_400) -> None:
+        if not 0 < soft_ttl_s <= hard_ttl_s:
+            raise ValueError("TTLs must satisfy 0 < soft_ttl_s <= hard_ttl_s")
+        self.state = state or MemoryState()
+        self.soft_ttl_s, self.hard_ttl_s, self.touched_ttl_s = soft_ttl_s, hard_ttl_s, touched_ttl_s
+
+    def _until(self, ttl_ms: int) -> int:
+        return self.state.clock_ms() + ttl_ms
+
+    # -- reads ----------------------------------------------------------------------------------
+    def read(self, key: SnapshotKey) -> bytes | None:
+        with self.state.lock:
+            self.state.check()
+            entry = self.state.snapshots.get(key)
+            return entry[0] if self.state.live(entry) and entry is not None else None
+
+    def ping(self) -> None:
+        self.state.check()
+
+    def sample(self, count: int, rng: random.Random) -> list[bytes]:
+        with self.state.lock:
+            self.state.check()
+            now = self.state.clock_ms()
+            values = [value for value, expires in self.state.snapshots.values() if expires > now]
+        return rng.sample(values, min(count, len(values)))
+
+    def dependents(self, note_ids: Iterable[Fact]) -> set[int]:
+        with self.state.lock:
+            self.state.check()
+            return set().union(*(self.state.deps.get(i, set()) for i in note_ids))
+
+    def shown_by(self, focus_ids: Iterable[int]) -> dict[int, set[Fact]]:
+        with self.state.lock:
+            self.state.check()
+            return {f: set().union(*self.state.shows.get(f, {}).values()) for f in focus_ids}
+
+    # -- generations and stamps -----------------------------------------------------------------
+    def generations(self, note_ids: Iterable[int]) -> dict[int, int]:
+        with self.state.lock:
+            self.state.check()
+            return {i: self._generation(i) for i in note_ids}
+
+    def _generation(self, note_id: int) -> int:
+        entry = self.state.generations.get(note_id)
+        return entry[0] if entry is not None and self.state.live(entry) else 0
+
+    def bump_generations(self, note_ids: Iterable[int]) -> dict[int, int]:
+        with self.state.lock:
+            self.state.check()
+            out = {}
+            for i in dict.fromkeys(note_ids):
+                out[i] = max(self._generation(i) + 1, self.state.now_us())
+                self.state.generations[i] = (out[i], self._until(self._index_ttl_ms()))
+            return out
+
+    def _index_ttl_ms(self) -> int:
+        return self.hard_ttl_s * 1000 + _INDEX_TTL_MARGIN_MS
+
+    def current_seq(self) -> int:
+        with self.state.lock:
+            self.state.check()
+            return self.state.seq
+
+    def stamp_touched(self, note_ids: Iterable[Fact]) -> int:
+        with self.state.lock:
+            self.state.check()
+            self.state.seq += 1
+            for i in note_ids:
+                if self._stamp(i) < self.state.seq:
+                    self.state.touched[i] = (self.state.seq, self._until(self.touched_ttl_s * 1000))
+            return self.state.seq
+
+    def _stamp(self, note_id: Fact) -> int:
+        entry = self.state.touched.get(note_id)
+        return entry[0] if entry is not None and self.state.live(entry) else 0
+
+    def touched_since(self, note_ids: Iterable[Fact], seq: int) -> set[Fact]:
+        with self.state.lock:
+            self.state.check()
+            return {i for i in note_ids if self._stamp(i) > seq}
+
+    # -- writes ---------------------------------------------------------------------------------
+    def write_many(self, envelopes: Sequence[Envelope]) -> list[bool]:
+        with self.state.lock:
+            self.state.check()
+            return [self._write(env) for env in envelopes]
+
+    def _write(self, env: Envelope) -> bool:
+        focus, key = env.note_id, env.key
+        accepted = env.generation >= self._generation(focus)
+        shows = self.state.shows.setdefault(focus, {})
+        before = set().union(*shows.values())
+        for stored in [k for k in shows if not self.state.live(self.state.snapshots.get(k))]:
+            del shows[stored]
+        if accepted:
+            self.state.snapshots[key] = (env.encode(), self._until(self.hard_ttl_s * 1000))
+            shows[key] = frozenset(env.depends_on)
+            self._extend_generation(focus)
+        self._reindex(focus, before | set(env.depends_on))
+        return accepted
+
+    def _extend_generation(self, focus: int) -> None:
+        entry = self.state.generations.get(focus)
+        if entry is not None and self.state.live(entry):
+            self.state.generations[focus] = (entry[0], self._until(self._index_ttl_ms()))
+
+    def _reindex(self, focus: int, candidates: set[Fact]) -> None:
+        """Make ``dep:X`` hold ``focus`` exactly for the candidates its snapshots still show."""
+        shown = set().union(*self.state.shows.get(focus, {}).values())
+        for x in candidates:
+            foci = self.state.deps.setdefault(x, set())
+            if x in shown:
+                foci.add(focus)
+            else:
+                foci.discard(focus)
+                if not foci:
+                    del self.state.deps[x]
+
+    def delete_focus(self, note_id: int, keys: Iterable[SnapshotKey] = (), *,
+                     generation: int | None = None) -> bool:
+        with self.state.lock:
+            self.state.check()
+            if generation is not None and generation < self._generation(note_id):
+                return False
+            shows = self.state.shows.pop(note_id, {})
+            for key in [*shows, *(k for k in keys if k.note_id == note_id)]:
+                self.state.snapshots.pop(key, None)
+            self._reindex(note_id, set().union(*shows.values()))
+            return True
+
+
+class MemoryDirtySet:
+    """:class:`service.ports.DirtyQueue` in memory (ordered like a sorted set: score, then id)."""
+
+    def __init__(self, state: MemoryState | None = None, *, shards: int = 4) -> None:
+        self.state, self._shards = state or MemoryState(), shards
+
+    @property
+    def shards(self) -> int:
+        return self._shards
+
+    def shard_of(self, note_id: int) -> int:
+        return int(note_id) % self._shards
+
+    def add(self, note_ids: Iterable[int], *, now_ms: int, urgent: bool = False) -> int:
+        with self.state.lock:
+            self.state.check()
+            new = 0
+            for i in map(int, note_ids):
+                new += i not in self.state.dirty
+                self.state.dirty[i] = float(now_ms)
+                if urgent:
+                    self.state.urgent.add(i)
+            return new
+
+    def _lanes(self, shard: int | None, settled_before_ms: float) -> tuple[list[tuple[int, float]], ...]:
+        pairs = sorted(((i, s) for i, s in self.state.dirty.items() if s <= settled_before_ms
+                        and (shard is None or self.shard_of(i) == shard)),
+                       key=lambda pair: (pair[1], str(pair[0])))
+        urgent = [p for p in pairs if p[0] in self.state.urgent]
+        return urgent, [p for p in pairs if p[0] not in self.state.urgent]
+
+    def ready(self, *, settled_before_ms: float = float("inf")) -> list[int]:
+        with self.state.lock:
+            self.state.check()
+            urgent, wide = self._lanes(None, settled_before_ms)
+            order = [self.shard_of(i) for i, _ in [*urgent, *wide]]
+            return list(dict.fromkeys(order))
+
+    def take(self, limit: int, *, shard: int | None = None,
+             settled_before_ms: float = float("inf")) -> list[tuple[int, float]]:
+        with self.state.lock:
+            self.state.check()
+            urgent, wide = self._lanes(shard, settled_before_ms)
+            return (urgent + wide if shard is None else urgent or wide)[:limit]
+
+    def done(self, taken: Sequence[tuple[int, float]]) -> int:
+        with self.state.lock:
+            self.state.check()
+            gone = [i for i, s in taken if self.state.dirty.get(i) == s]
+            for i in gone:
+                del self.state.dirty[i]
+                self.state.urgent.discard(i)
+            return len(gone)
+
+    def size(self) -> int:
+        with self.state.lock:
+            self.state.check()
+            return len(self.state.dirty)
+
+    def oldest_ms(self) -> float | None:
+        with self.state.lock:
+            self.state.check()
+            return min(self.state.dirty.values(), default=None)
+
+    def adopt(self) -> int:
+        return 0  # shards are computed on the fly: nothing is ever left outside them
+
+
+class _MemoryLease:
+    """An expiring lock in :class:`MemoryState`; a waiter polls until it frees or time runs out."""
+
+    def __init__(self, state: MemoryState, name: str, ttl_ms: int) -> None:
+        self.state, self.name, self.ttl_ms = state, name, ttl_ms
+        self.token = f"{id(self)}"
+
+    def _try(self) -> bool:
+        with self.state.lock:
+            self.state.check()
+            held = self.state.expiring.get(self.name)
+            if held is not None and self.state.live(held) and held[0] != self.token:
+                return False
+            self.state.expiring[self.name] = (self.token, self.state.clock_ms() + self.ttl_ms)
+            return True
+
+    def acquire(self, *, wait_ms: int = 0) -> bool:
+        deadline = time.monotonic() + wait_ms / 1000
+        while not self._try():
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.005)
+        return True
+
+    def renew(self) -> bool:
+        with self.state.lock:
+            held = self.state.expiring.get(self.name)
+            if self.state.down or held is None or held[0] != self.token or not self.state.live(held):
+                return False
+            self.state.expiring[self.name] = (self.token, self.state.clock_ms() + self.ttl_ms)
+            return True
+
+    def release(self) -> None:
+        with self.state.lock:
+            held = self.state.expiring.get(self.name)
+            if not self.state.down and held is not None and held[0] == self.token:
+                del self.state.expiring[self.name]
+
+
+class MemoryCoordination:
+    """:class:`service.ports.Coordination` in memory."""
+
+    def __init__(self, state: MemoryState | None = None) -> None:
+        self.state = state or MemoryState()
+
+    def lock(self, name: str, *, ttl_ms: int) -> _MemoryLease:
+        return _MemoryLease(self.state, f"lock:{name}", ttl_ms)
+
+    def snapshot_lock(self, key: SnapshotKey, *, ttl_ms: int) -> _MemoryLease:
+        return _MemoryLease(self.state, f"snaplock:{key}", ttl_ms)
+
+    def _claim(self, name: str, ttl_ms: int) -> bool:
+        with self.state.lock:
+            self.state.check()
+            if self.state.live(self.state.expiring.get(name)):
+                return False
+            self.state.expiring[name] = ("1", self.state.clock_ms() + ttl_ms)
+            return True
+
+    def _drop(self, name: str) -> None:
+        with self.state.lock:
+            self.state.check()
+            self.state.expiring.pop(name, None)
+
+    def claim_flag(self, name: str, *, ttl_ms: int) -> bool:
+        return self._claim(f"flag:{name}", ttl_ms)
+
+    def clear_flag(self, name: str) -> None:
+        self._drop(f"flag:{name}")
+
+    def claim_refresh(self, note_id: int, *, ttl_s: int) -> bool:
+        return self._claim(f"refresh:{note_id}", ttl_s * 1000)
+
+    def release_refresh(self, note_id: int) -> None:
+        self._drop(f"refresh:{note_id}")
+
+    def claim_delivery(self, token: str, *, ttl_s: int) -> bool:
+        return self._claim(f"webhook:{token}", ttl_s * 1000)
+
+    def seen_delivery(self, token: str) -> bool:
+        with self.state.lock:
+            self.state.check()
+            return self.state.live(self.state.expiring.get(f"webhook:{token}"))
+
+
+class MemoryProgress:
+    """:class:`service.ports.ProgressLog` in memory (one run at a time per name)."""
+
+    def __init__(self, state: MemoryState | None = None, name: str = "nightly") -> None:
+        self.state, self.name = state or MemoryState(), name
+
+    def _fields(self) -> dict[str, int | str]:
+        return self.state.progress.setdefault(self.name, {})
+
+    def start(self, run_id: str, *, now_ms: int) -> None:
+        with self.state.lock:
+            self.state.check()
+            self.state.progress[self.name] = {"run": run_id, "startedAt": now_ms, "lastId": 0,
+                                              "enqueued": 0, "done": 0, "errors": 0}
+
+    def _bump(self, run_id: str, **fields: int) -> None:
+        with self.state.lock:
+            self.state.check()
+            current = self._fields()
+            if current.get("run") != run_id:
+                return
+            for name, value in fields.items():
+                if name in ("lastId", "dispatchedAt", "finishedAt"):
+                    current[name] = value
+                else:
+                    current[name] = int(current.get(name, 0)) + value
+
+    def enqueued(self, run_id: str, count: int, *, last_id: int) -> None:
+        self._bump(run_id, enqueued=count, lastId=last_id)
+
+    def dispatched(self, run_id: str, *, now_ms: int) -> None:
+        self._bump(run_id, dispatchedAt=now_ms)
+
+    def done(self, run_id: str, count: int, *, errors: int, now_ms: int) -> None:
+        self._bump(run_id, done=count, errors=errors)
+        status = self.status()
+        if status.get("dispatchedAt") and int(status.get("done", 0)) >= int(status.get("enqueued", 0)):
+            self._bump(run_id, finishedAt=now_ms)
+
+    def status(self) -> dict[str, int | str]:
+        with self.state.lock:
+            self.state.check()
+            return dict(self._fields())

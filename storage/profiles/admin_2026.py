@@ -1,0 +1,64 @@
+"""Demo and test writes for the ``doughnut-2026`` layout: create the tables, insert rows.
+
+Never run against Doughnut's production database: the service itself only reads. Rows arrive per
+table name as plain dicts of that table's columns; they go in foreign-key order, in one transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.engine import Engine
+
+from storage.database import translated
+from storage.profiles.tables_2026 import create_tables, metadata, nonempty_tables
+
+__all__ = ["count_rows", "create_tables", "insert_rows", "nonempty_tables", "save_content"]
+
+
+def insert_rows(engine: Engine, rows: Mapping[str, Sequence[Mapping[str, Any]]], *,
+                chunk: int = 500, bulk: bool = False) -> dict[str, int]:
+    """Insert ``rows`` (table name -> rows) in foreign-key order; the count per table. ``bulk`` skips
+    MySQL's unique and foreign-key checks for the session (generated data that keeps them)."""
+    counts: dict[str, int] = {}
+    with translated("cannot insert rows"), engine.begin() as conn:
+        fast = bulk and conn.dialect.name in ("mysql", "mariadb")
+        if fast:
+            conn.exec_driver_sql("SET unique_checks=0, foreign_key_checks=0")
+        for table in metadata.sorted_tables:
+            batch = list(rows.get(table.name, ()))
+            for start in range(0, len(batch), chunk):
+                conn.execute(table.insert(), batch[start : start + chunk])
+            counts[table.name] = len(batch)
+        if fast:
+            conn.exec_driver_sql("SET unique_checks=1, foreign_key_checks=1")
+    return counts
+
+
+def count_rows(engine: Engine) -> dict[str, int]:
+    """Rows per table of the layout (deleted notes included)."""
+    with translated("cannot count rows"), engine.connect() as conn:
+        return {t.name: int(conn.execute(select(func.count()).select_from(t)).scalar_one())
+                for t in metadata.sorted_tables}
+
+
+def save_content(engine: Engine, note_id: int, content: str,
+                 links: Sequence[tuple[int, str]]) -> tuple[int, ...]:
+    """What Doughnut does when a note's content is saved: the content, and the note's own link rows
+    replaced by ``links`` ((target id, link text) in token order); the targets before the save.
+    A demo's or a test's "edit in Doughnut" (the link texts must resolve to those targets)."""
+    cache, note = _tables("note_wiki_title_cache"), _tables("note")
+    with translated("cannot save a note"), engine.begin() as conn:
+        before = tuple(conn.execute(select(cache.c.target_note_id).where(cache.c.note_id == note_id)
+                                    .order_by(cache.c.id)).scalars())
+        conn.execute(note.update().where(note.c.id == note_id).values(content=content))
+        conn.execute(cache.delete().where(cache.c.note_id == note_id))
+        for target, text in links:
+            conn.execute(cache.insert().values(note_id=note_id, target_note_id=target, link_text=text))
+    return before
+
+
+def _tables(name: str) -> Any:
+    return metadata.tables[name]

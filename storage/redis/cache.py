@@ -1,0 +1,314 @@
+"""Snapshots in Redis: the compare-and-set write, generations, the reverse index and edit stamps.
+
+The Redis implementation of :class:`service.ports.SnapshotCache` (docs/redis.md). Keys come from
+:mod:`storage.redis.keys`. A snapshot is the orjson bytes of a :class:`service.envelope.Envelope`,
+stored with a PX expiry equal to the hard TTL; the reader counts it *fresh* for the soft TTL.
+
+Generations
+    ``gen:{F}`` is a hybrid logical clock, bumped by a Lua script to ``max(previous + 1, Redis TIME in
+    microseconds)`` (about 1.8e15: exact in Lua's doubles until 2255). It carries a TTL (the index
+    TTL, >= the hard TTL, refreshed by every bump and every accepted write) like every cache key, and
+    losing it (expiry, ``volatile-lru`` eviction) is harmless: a missing counter reads as 0, and the
+    next bump starts from the server clock, i.e. above every generation handed out before (barring
+    a server clock stepping back, or a burst of more bumps than microseconds right before the loss).
+    A plain INCR would restart at 1 and let an in-flight, older rebuild overwrite a newer snapshot.
+    The global ``seq`` counter is the one key without a TTL: touched stamps are compared against it,
+    so it must never move backwards (a reset would requeue raced foci forever); it is one integer.
+
+Write = compare-and-set + reverse index, one round trip
+    A snapshot of focus F shows notes X1..Xn (``dependsOn``). ``dep:{X}`` (X's slot) must contain F
+    while any snapshot of F shows X. The CAS touches only F's slot (snapshot, ``gen:{F}`` and
+    ``shows:{F}``, a hash snapshot key -> ids it shows), so it is one Lua script that is legal in
+    Redis Cluster; the ``dep:{X}`` keys live in other slots and are updated by plain commands in the
+    *same pipeline* (one round trip, no MULTI):
+
+    1. ``SADD dep:{X} F`` for every shown X (before the script: the index may over-approximate, never
+       under-approximate, so a reader of ``dep:{X}`` never misses F while the snapshot shows X);
+    2. the CAS script: if ``generation >= gen:{F}`` (missing = 0) it SETs the snapshot (PX hard TTL)
+       and records its ids in ``shows:{F}``; it drops ``shows`` fields whose snapshot has expired or
+       vanished (it EXISTS-checks those keys by name: undeclared, but in F's slot, so still
+       cluster-legal); either way it returns the *stale* ids: those that were in ``shows:{F}`` before or
+       that step 1 just added, but that no live snapshot of F shows now (after a refusal: what step 1
+       added in vain);
+    3. ``SADD dep:{X} F`` again and ``PEXPIRE`` (index TTL) for every shown X (one small script).
+
+    A batch of envelopes is one pipeline: every step 1, then every script, then every step 3, with
+    the index commands merged per shown note (``SADD dep:{X} F1 F2 ...``: a batch of neighbouring
+    foci shows many of the same notes).
+
+    Only when some id went stale (a dependency was dropped, or the CAS refused) do more round trips
+    follow: ``SREM dep:{X} F`` for the stale ids, then a re-read of ``shows:{F}``, then ``SADD`` back for
+    any stale X that a concurrent writer of F has meanwhile made shown again. Why this closes the race
+    between writer A dropping X and writer B (another variant of F) adding X: if B's step 3 runs after
+    A's SREM, B restores the member; otherwise B's script ran before B's step 3, hence before A's
+    SREM and A's re-read, so A's re-read sees X and puts F back. What remains: between A's SREM and its
+    re-add (two round trips, only in that interleaving) ``dep:{X}`` lacks F while B's snapshot shows
+    X; an event on X that resolves ``dep:{X}`` in exactly that window, after B's own ``touched``
+    check, misses F, and F shows X's old text until the soft TTL or the nightly rebuild. The
+    ordering argument relies on one connection's commands running in order, which holds for a single
+    Redis (the deployment in docs/architecture.md); a cluster pipeline runs per node in
+    parallel, so on a cluster steps 1-2 and 3 would have to be split into two round trips.
+
+TTLs
+    Snapshot: hard TTL. ``dep:{X}``, ``shows:{F}``, ``gen:{F}``: index TTL = hard TTL + 60 s,
+    refreshed on write, so the index outlives every snapshot it describes. ``touched:{X}``:
+    ``touched_ttl_s`` (must exceed the longest rebuild). Eviction under memory pressure can still drop
+    a ``dep`` key early; the nightly rebuild and the soft TTL bound the staleness that causes.
+
+Every redis-py connection or timeout error (and read-only/out-of-memory replies) leaves as
+:class:`~graphrag.errors.CacheUnavailable`. The client must use ``decode_responses=False``.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from typing import Any
+
+from redis.exceptions import NoScriptError, ResponseError
+
+from service.envelope import Envelope, SnapshotKey
+from storage.redis.client import UNAVAILABLE, translated, unavailable
+from storage.redis.keys import DEFAULT_PREFIX, Keys
+from storage.redis.scripts import BUMP_LUA, DELETE_LUA, INDEX_LUA, STAMP_LUA, WRITE_LUA
+
+__all__ = ["INDEX_TTL_MARGIN_S", "RedisCache"]
+
+#: Keys per MGET of edit stamps (a single Redis; on a cluster these would go per slot).
+_MGET_CHUNK = 500
+#: Foci per index-script call (Lua's unpack() takes a few thousand values at most).
+_INDEX_CHUNK = 1000
+#: How much longer than a snapshot the reverse index and generation counters live.
+INDEX_TTL_MARGIN_S = 60
+
+
+def _fact(value: Any) -> int | str:
+    """A stored fact: a note id (digits) as an int, any other fact as its text."""
+    text = value.decode() if isinstance(value, bytes) else str(value)
+    return int(text) if text.isdigit() else text
+
+
+def _ids(values: Iterable[Any]) -> set[Any]:
+    return {_fact(v) for v in values}
+
+
+def _foci_by_shown(envelopes: Iterable[Envelope]) -> dict[Any, list[int]]:
+    """Shown note (or fact) -> the distinct foci (in first-seen order) whose envelopes show it."""
+    out: dict[Any, dict[int, None]] = {}
+    for env in envelopes:
+        for x in env.depends_on:
+            out.setdefault(x, {})[env.note_id] = None
+    return {x: list(foci) for x, foci in out.items()}
+
+
+def _id_list(ids: Iterable[int | str]) -> str:
+    return " ".join(i if isinstance(i, str) else str(int(i)) for i in ids)
+
+
+class RedisCache:
+    """Snapshot reads and CAS writes, generations, the reverse index and edit stamps (one Redis)."""
+
+    def __init__(
+        self, redis_client: Any, *, prefix: str = DEFAULT_PREFIX, soft_ttl_s: int = 86_400,
+        hard_ttl_s: int = 7 * 86_400, touched_ttl_s: int = 86_400,
+    ) -> None:
+        if not 0 < soft_ttl_s <= hard_ttl_s:
+            raise ValueError("TTLs must satisfy 0 < soft_ttl_s <= hard_ttl_s")
+        if touched_ttl_s <= 0:
+            raise ValueError("touched_ttl_s must be positive")
+        self.redis, self.keys = redis_client, Keys(prefix)
+        self.soft_ttl_s, self.hard_ttl_s, self.touched_ttl_s = soft_ttl_s, hard_ttl_s, touched_ttl_s
+        self.index_ttl_ms = (hard_ttl_s + INDEX_TTL_MARGIN_S) * 1000
+        self._write = redis_client.register_script(WRITE_LUA)
+        self._delete = redis_client.register_script(DELETE_LUA)
+        self._bump = redis_client.register_script(BUMP_LUA)
+        self._stamp = redis_client.register_script(STAMP_LUA)
+        self._index = redis_client.register_script(INDEX_LUA)
+
+    def _snapshot_key(self, key: SnapshotKey) -> str:
+        return self.keys.snapshot(key.note_id, key.strategy, key.seed, key.token_limit)
+
+    # -- reads ----------------------------------------------------------------------------------
+    def read(self, key: SnapshotKey) -> bytes | None:
+        """The stored bytes (one GET), or None. A key of another type reads as a miss."""
+        name = self._snapshot_key(key)
+        try:  # the hot path: a plain try rather than the translated() context manager
+            value = self.redis.get(name)
+        except UNAVAILABLE as err:  # before ResponseError: read-only/OOM replies are ones too
+            raise unavailable(err) from err
+        except ResponseError as err:
+            if "WRONGTYPE" in str(err):
+                return None
+            raise
+        return value.encode() if isinstance(value, str) else value
+
+    def ping(self) -> None:
+        """Raise :class:`CacheUnavailable` unless Redis answers PING."""
+        with translated():
+            self.redis.ping()
+
+    def sample(self, count: int, rng: random.Random) -> list[bytes]:
+        """Up to ``count`` stored snapshots drawn uniformly (reservoir sampling over SCAN)."""
+        chosen: list[bytes] = []
+        with translated():
+            for seen, key in enumerate(self.redis.scan_iter(match=f"{self.keys.prefix}:snap:*",
+                                                            count=1000)):
+                if len(chosen) < count:
+                    chosen.append(key)
+                elif (slot := rng.randrange(seen + 1)) < count:
+                    chosen[slot] = key
+            values = self.redis.mget(chosen) if chosen else []
+        return [v for v in values if isinstance(v, bytes)]
+
+    def dependents(self, note_ids: Iterable[int | str]) -> set[int]:
+        """The foci whose snapshots (any variant) show any of ``note_ids`` or read any of these
+        facts (one pipelined trip)."""
+        ids = list(dict.fromkeys(note_ids))
+        replies = self._execute(lambda p: [p.smembers(self.keys.dep(i)) for i in ids])
+        return {int(f) for r in replies for f in r}
+
+    def shown_by(self, focus_ids: Iterable[int]) -> dict[int, set[Any]]:
+        """Per focus: the union of the ids its snapshots show (from ``shows:{F}``, pipelined)."""
+        ids = list(dict.fromkeys(focus_ids))
+        replies = self._execute(lambda p: [p.hvals(self.keys.shows(f)) for f in ids])
+        return {f: {_fact(x) for v in vals for x in v.split()}
+                for f, vals in zip(ids, replies, strict=True)}
+
+    # -- generations and edit stamps ------------------------------------------------------------
+    def generations(self, note_ids: Iterable[int]) -> dict[int, int]:
+        """Each note's generation counter (missing = 0), pipelined GETs."""
+        ids = list(dict.fromkeys(note_ids))
+        replies = self._execute(lambda p: [p.get(self.keys.generation(i)) for i in ids])
+        return {i: int(v or 0) for i, v in zip(ids, replies, strict=True)}
+
+    def bump_generations(self, note_ids: Iterable[int]) -> dict[int, int]:
+        """Advance each note's generation (strictly increasing even across key loss); pipelined."""
+        ids = list(dict.fromkeys(note_ids))
+        replies = self._execute(lambda p: [
+            p.evalsha(self._bump.sha, 1, self.keys.generation(i), self.index_ttl_ms) for i in ids
+        ])
+        return {i: int(v) for i, v in zip(ids, replies, strict=True)}
+
+    def current_seq(self) -> int:
+        """The global edit sequence (missing = 0). A rebuild reads it before reading the database."""
+        with translated():
+            return int(self.redis.get(self.keys.seq()) or 0)
+
+    def stamp_touched(self, note_ids: Iterable[int | str]) -> int:
+        """Take the next sequence number and stamp it on every edited note (never lowering a stamp)."""
+        ids = list(dict.fromkeys(note_ids))
+        with translated():
+            seq = int(self.redis.incr(self.keys.seq()))
+        ttl_ms = self.touched_ttl_s * 1000
+        self._execute(lambda p: [
+            p.evalsha(self._stamp.sha, 1, self.keys.touched(i), seq, ttl_ms) for i in ids
+        ])
+        return seq
+
+    def touched_since(self, note_ids: Iterable[int | str], seq: int) -> set[Any]:
+        """The notes whose latest edit stamp is newer than ``seq``."""
+        ids = list(dict.fromkeys(note_ids))
+        chunks = [ids[at : at + _MGET_CHUNK] for at in range(0, len(ids), _MGET_CHUNK)]
+        replies = self._execute(lambda p: [p.mget([self.keys.touched(i) for i in chunk])
+                                           for chunk in chunks])
+        stamps = [v for reply in replies for v in reply]
+        return {i for i, v in zip(ids, stamps, strict=True) if int(v or 0) > seq}
+
+    # -- writes ---------------------------------------------------------------------------------
+    def write_many(self, envelopes: Sequence[Envelope]) -> list[bool]:
+        """CAS-write many snapshots in one pipeline (see the module docstring); accepted flags."""
+        if not envelopes:
+            return []
+        foci_by_shown = _foci_by_shown(envelopes)
+        replies = self._execute(lambda p: self._queue_writes(p, envelopes, foci_by_shown))
+        scripts = replies[len(foci_by_shown) : len(foci_by_shown) + len(envelopes)]  # after step 1
+        accepted: list[bool] = []
+        stale: dict[int, set[Any]] = {}
+        for env, reply in zip(envelopes, scripts, strict=True):
+            accepted.append(int(reply[0]) == 1)
+            stale.setdefault(env.note_id, set()).update(_ids(reply[2:]))
+        self._unindex(stale)
+        return accepted
+
+    def delete_focus(self, note_id: int, keys: Iterable[SnapshotKey] = (), *,
+                     generation: int | None = None) -> bool:
+        """Remove every snapshot of a (deleted) focus and its reverse-index entries.
+
+        Removes the snapshots recorded in ``shows:{F}`` plus ``keys``. With ``generation`` it is a
+        compare-and-set like a write (refused, returning False, when the note has since moved on,
+        e.g. been restored and rebuilt); without it, unconditional.
+        """
+        names = [self._snapshot_key(k) for k in keys if k.note_id == note_id]
+        script_keys = [self.keys.generation(note_id), self.keys.shows(note_id), *names]
+        arg = -1 if generation is None else generation
+        sha = self._delete.sha
+        reply = self._execute(lambda p: p.evalsha(sha, len(script_keys), *script_keys, arg))[0]
+        if int(reply[0]) != 1:
+            return False
+        self._unindex({note_id: _ids(reply[2:])})
+        return True
+
+    # -- internals ------------------------------------------------------------------------------
+    def _queue_writes(self, pipe: Any, envelopes: Sequence[Envelope],
+                      foci_by_shown: Mapping[Any, Collection[int]]) -> None:
+        """Step 1 for every envelope, then every CAS script, then step 3 (module docstring).
+
+        The index commands are merged per shown note: one ``SADD dep:{X} F1 F2 ...`` covers every
+        focus of the batch that shows X. Every script still runs after its step 1 and before
+        its step 3, which is all the ordering argument needs.
+        """
+        for x, foci in foci_by_shown.items():
+            pipe.sadd(self.keys.dep(x), *foci)
+        for env in envelopes:
+            focus = env.note_id
+            key = self._snapshot_key(env.key)
+            pipe.evalsha(
+                self._write.sha, 3, key, self.keys.generation(focus), self.keys.shows(focus),
+                env.encode(), env.generation, self.hard_ttl_s * 1000, self.index_ttl_ms,
+                _id_list(env.depends_on),
+            )
+        self._queue_index(pipe, foci_by_shown)
+
+    def _queue_index(self, pipe: Any, foci_by_shown: Mapping[Any, Collection[int]]) -> None:
+        for x, foci in foci_by_shown.items():
+            members = list(foci)
+            for at in range(0, len(members), _INDEX_CHUNK):
+                pipe.evalsha(self._index.sha, 1, self.keys.dep(x), self.index_ttl_ms,
+                             *members[at : at + _INDEX_CHUNK])
+
+    def _unindex(self, stale: Mapping[int, Collection[Any]]) -> None:
+        """SREM stale (focus, id) pairs, then put back any that a concurrent write made shown again."""
+        pairs = [(f, x) for f, xs in stale.items() for x in sorted(xs, key=str)]
+        if not pairs:
+            return
+        self._execute(lambda p: [p.srem(self.keys.dep(x), f) for f, x in pairs])
+        shown = self.shown_by(f for f, _ in pairs)
+        back = [(f, x) for f, x in pairs if x in shown[f]]
+        if back:
+            foci_by_shown: dict[Any, set[int]] = {}
+            for f, x in back:
+                foci_by_shown.setdefault(x, set()).add(f)
+            self._execute(lambda p: self._queue_index(p, foci_by_shown))
+
+    def _execute(self, queue: Callable[[Any], Any]) -> list[Any]:
+        """Run a non-transactional pipeline built by ``queue``; load scripts and rerun on NOSCRIPT.
+
+        Rerunning is safe: every queued command is idempotent or, being a script, did not run.
+        """
+        with translated():
+            for attempt in range(2):
+                pipe = self.redis.pipeline(transaction=False)
+                queue(pipe)
+                replies: list[Any] = pipe.execute(raise_on_error=False)
+                if attempt == 0 and any(isinstance(r, NoScriptError) for r in replies):
+                    self._load_scripts()
+                    continue
+                break
+            for reply in replies:
+                if isinstance(reply, Exception):
+                    raise reply
+            return replies
+
+    def _load_scripts(self) -> None:
+        for script in (self._write, self._delete, self._bump, self._stamp, self._index):
+            self.redis.script_load(script.script)

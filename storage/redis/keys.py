@@ -1,0 +1,125 @@
+"""Every Redis key the service uses, built in this one module (docs/redis.md).
+
+Layout (``<prefix>`` defaults to ``graphrag:v1``; tests pass their own to isolate themselves)::
+
+    <prefix>:snap:{<note_id>}:<strategy>:<seed>[:<tokenLimit>]   snapshot envelope (orjson bytes);
+                                                                 <seed> is ``none`` for seedless
+    <prefix>:gen:{<note_id>}                                     generation counter of the note
+    <prefix>:dep:{<note_id>}                                     set of focus ids whose snapshots show it
+    <prefix>:dep:{<kind>:<id>}                                   the same for a wiki fact (note:5)
+    <prefix>:shows:{<note_id>}                                   hash: snapshot key -> ids it shows
+    <prefix>:touched:{<note_id>}                                 seq number of the note's last edit
+    <prefix>:lock:{<note_id>}:<strategy>:<seed>[:<tokenLimit>]   short live-compute lock of one snapshot
+    <prefix>:refresh:{<note_id>}                                 "a refresh is queued" marker
+    <prefix>:seq                                                 global edit sequence (the edit race)
+    <prefix>:dirty:{d<shard>}:urgent|wide                        sorted sets of focus ids to rebuild
+    <prefix>:webhook:<webhook_id>                                replay guard of one webhook delivery
+    <prefix>:progress:<name>                                     hash: progress of a full rebuild
+    <prefix>:flag:<name>                                         short-lived coordination flags
+
+The ``{<note_id>}`` hash tag puts all keys *of one note* into one Redis Cluster slot, so a Lua script
+that touches a note's snapshot, generation and ``shows`` hash is cluster-legal. The layered strategy
+adds ``:<tokenLimit>`` (its snapshots are stored per configured limit); the prefix-sliceable
+strategies store one snapshot at the maximum tokenLimit and leave it off.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["DEFAULT_PREFIX", "Keys"]
+
+DEFAULT_PREFIX = "graphrag:v1"
+
+
+_FACT = re.compile(r"\A[a-z]+:[0-9a-z:]+\Z")
+
+
+def _fact_tag(fact: int | str) -> str:
+    """The hash tag of a reverse-index fact: a note id (tree model), or a wiki fact such as
+    ``note:5``, ``links:5``, ``peers:3:root`` (letters, digits and colons only)."""
+    if isinstance(fact, str):
+        if not _FACT.match(fact):
+            raise ValueError(f"a fact is a note id or kind:id, got {fact!r}")
+        return "{" + fact + "}"
+    return _tag(fact)
+
+
+def _tag(note_id: int) -> str:
+    if isinstance(note_id, bool) or not isinstance(note_id, int) or note_id < 0:
+        raise ValueError(f"note id must be a non-negative int, got {note_id!r}")
+    return "{" + str(note_id) + "}"
+
+
+def _variant(strategy: str, seed: int | None, token_limit: int | None) -> str:
+    if not strategy or ":" in strategy or "{" in strategy:
+        raise ValueError(f"strategy must be a plain name, got {strategy!r}")
+    suffix = f"{strategy}:{'none' if seed is None else int(seed)}"
+    return suffix if token_limit is None else f"{suffix}:{int(token_limit)}"
+
+
+@dataclass(frozen=True, slots=True)
+class Keys:
+    """Every key builder, bound to one prefix (what the store and tasks carry around)."""
+
+    prefix: str = DEFAULT_PREFIX
+
+    def snapshot(self, note_id: int, strategy: str, seed: int | None,
+                 token_limit: int | None = None) -> str:
+        """``<prefix>:snap:{id}:<strategy>:<seed>``, plus ``:<tokenLimit>`` for per-limit (layered)."""
+        return f"{self.prefix}:snap:{_tag(note_id)}:{_variant(strategy, seed, token_limit)}"
+
+    def generation(self, note_id: int) -> str:
+        """``<prefix>:gen:{id}``: the note's generation counter (compare-and-set of every write)."""
+        return f"{self.prefix}:gen:{_tag(note_id)}"
+
+    def dep(self, note_id: int | str) -> str:
+        """``<prefix>:dep:{id}``: integer ids of the foci whose snapshot (any variant) shows the note."""
+        return f"{self.prefix}:dep:{_fact_tag(note_id)}"
+
+    def shows(self, note_id: int) -> str:
+        """``<prefix>:shows:{id}``: hash of the focus's snapshot keys -> the note ids each one shows."""
+        return f"{self.prefix}:shows:{_tag(note_id)}"
+
+    def touched(self, note_id: int | str) -> str:
+        """``<prefix>:touched:{id}``: the ``seq`` number stamped by the note's latest edit event."""
+        return f"{self.prefix}:touched:{_fact_tag(note_id)}"
+
+    def lock(self, note_id: int, strategy: str, seed: int | None,
+             token_limit: int | None = None) -> str:
+        """``<prefix>:lock:{id}:<strategy>:<seed>[:<tokenLimit>]``: one snapshot's live-compute lock."""
+        return f"{self.prefix}:lock:{_tag(note_id)}:{_variant(strategy, seed, token_limit)}"
+
+    def refresh(self, note_id: int) -> str:
+        """``<prefix>:refresh:{id}``: set while a stale-triggered refresh of the note is queued."""
+        return f"{self.prefix}:refresh:{_tag(note_id)}"
+
+    def seq(self) -> str:
+        """``<prefix>:seq``: the global edit sequence counter."""
+        return f"{self.prefix}:seq"
+
+    def dirty(self, shard: int, *, urgent: bool) -> str:
+        """``<prefix>:dirty:{d<shard>}:urgent|wide``: one lane of one shard of the foci waiting for
+        a rebuild (both lanes of a shard in one slot)."""
+        return f"{self.prefix}:dirty:{{d{int(shard)}}}:{'urgent' if urgent else 'wide'}"
+
+    def legacy_dirty(self) -> str:
+        """``<prefix>:dirty``: the unsharded set of earlier versions (adopted into the shards)."""
+        return f"{self.prefix}:dirty"
+
+    def progress(self, name: str) -> str:
+        """``<prefix>:progress:<name>``: a hash recording a full rebuild's progress."""
+        return f"{self.prefix}:progress:{name}"
+
+    def flag(self, name: str) -> str:
+        """``<prefix>:flag:<name>``: a short-lived coordination flag (e.g. "a drain is scheduled")."""
+        return f"{self.prefix}:flag:{name}"
+
+    def webhook(self, webhook_id: str) -> str:
+        """``<prefix>:webhook:<id>``: marks a webhook delivery as seen (replay guard)."""
+        return f"{self.prefix}:webhook:{webhook_id}"
+
+    def pattern(self) -> str:
+        """A SCAN MATCH pattern covering every key under this prefix."""
+        return self.prefix + ":*"

@@ -1,0 +1,174 @@
+"""The dirty set: focus ids waiting for a rebuild, in Redis, surviving any worker crash.
+
+Sharded so several workers drain at once (docs/architecture.md, "Draining"): note ``F`` lives in
+shard ``F mod K``, and each shard is two sorted sets scored by the time an id was (last) dirtied,
+the *urgent* lane (the edited notes and what they name) and the *wide* lane (the rest of an edit's
+affected set). Both lanes of a shard share the hash tag ``{d<shard>}``, so every script below
+touches one Redis Cluster slot.
+
+Invariants the scripts keep:
+
+* an id is in at most one lane of its shard: an urgent add moves it out of the wide lane, and a
+  wide add of an id already urgent only updates its urgent score;
+* an id is removed only by ``done`` and only if its score is unchanged since ``take``, so a killed
+  worker loses nothing and an edit during a rebuild is not forgotten (a moved id's new score
+  differs, so it stays);
+* ``take`` reads the urgent lane first and returns wide ids only while the urgent lane holds none
+  that is settled, so a hub's thousands of dependents never delay the next edit's own note by more
+  than one batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from redis.exceptions import NoScriptError
+
+from storage.redis.client import translated
+from storage.redis.keys import Keys
+from storage.redis.scripts import DIRTY_ADD_LUA, DIRTY_DONE_LUA, DIRTY_TAKE_LUA
+
+__all__ = ["MAX_SHARDS", "RedisDirtySet"]
+
+#: The most shards a deployment may use (``adopt`` looks this far for ids left behind).
+MAX_SHARDS = 256
+_SCRIPTS = (DIRTY_ADD_LUA, DIRTY_TAKE_LUA, DIRTY_DONE_LUA)
+_OPTIONS: dict[str, dict[str, bool]] = {"zrange": {"withscores": True},
+                                        "zrangebyscore": {"withscores": True}}
+
+
+def _order(pair: tuple[int, float]) -> tuple[float, str]:
+    return pair[1], str(pair[0])  # a sorted set's order: score, then member
+
+
+def _score_arg(value: float) -> str:
+    return "+inf" if value == float("inf") else repr(float(value))
+
+
+class RedisDirtySet:
+    """:class:`service.ports.DirtyQueue` on ``shards`` pairs of sorted sets; one round trip per call
+    (a pipeline across shards)."""
+
+    def __init__(self, client: Any, keys: Keys, *, shards: int = 16) -> None:
+        if not 1 <= shards <= MAX_SHARDS:
+            raise ValueError(f"dirty shards must be 1..{MAX_SHARDS}, got {shards}")
+        self.redis, self.keys, self._shards = client, keys, shards
+        self._sha = [client.register_script(s).sha for s in _SCRIPTS]
+
+    @property
+    def shards(self) -> int:
+        return self._shards
+
+    def shard_of(self, note_id: int) -> int:
+        return int(note_id) % self._shards
+
+    def _lanes(self, shard: int) -> tuple[str, str]:
+        return self.keys.dirty(shard, urgent=True), self.keys.dirty(shard, urgent=False)
+
+    def _by_shard(self, note_ids: Iterable[int]) -> dict[int, list[int]]:
+        groups: dict[int, list[int]] = {}
+        for i in note_ids:
+            groups.setdefault(self.shard_of(i), []).append(int(i))
+        return groups
+
+    def add(self, note_ids: Iterable[int], *, now_ms: int, urgent: bool = False) -> int:
+        groups = self._by_shard(note_ids)
+        calls = [(0, self._lanes(s), [now_ms, int(urgent), *ids]) for s, ids in groups.items()]
+        return sum(int(r) for r in self._scripts(calls))
+
+    def ready(self, *, settled_before_ms: float = float("inf")) -> list[int]:
+        heads = self._pipelined([("zrange", lane, 0, 0) for s in range(self._shards)
+                                 for lane in self._lanes(s)])
+        urgent: list[tuple[float, int]] = []
+        wide: list[tuple[float, int]] = []
+        for s in range(self._shards):
+            for lane, rows in ((urgent, heads[2 * s]), (wide, heads[2 * s + 1])):
+                if rows and float(rows[0][1]) <= settled_before_ms:
+                    lane.append((float(rows[0][1]), s))
+        order = [s for _, s in sorted(urgent)] + [s for _, s in sorted(wide)]
+        return list(dict.fromkeys(order))
+
+    def take(self, limit: int, *, shard: int | None = None,
+             settled_before_ms: float = float("inf")) -> list[tuple[int, float]]:
+        if shard is None:
+            return self._take_all(limit, settled_before_ms)
+        replies = self._scripts([(1, self._lanes(shard), [_score_arg(settled_before_ms), limit])])
+        return [(int(r[i]), float(r[i + 1])) for r in replies for i in range(0, len(r), 2)]
+
+    def _take_all(self, limit: int, settled_before_ms: float) -> list[tuple[int, float]]:
+        """Every shard's oldest, urgent lanes first (maintenance and tests; drains go by shard)."""
+        lanes = [self._lanes(s)[k] for k in (0, 1) for s in range(self._shards)]
+        rows = self._pipelined([("zrangebyscore", lane, "-inf", _score_arg(settled_before_ms), 0, limit)
+                                for lane in lanes])
+        half = len(rows) // 2
+        urgent, wide = ([(int(m), float(s)) for part in part_rows for m, s in part]
+                        for part_rows in (rows[:half], rows[half:]))
+        return (sorted(urgent, key=_order) + sorted(wide, key=_order))[:limit]
+
+    def done(self, taken: Sequence[tuple[int, float]]) -> int:
+        groups: dict[int, list[str]] = {}
+        for note_id, score in taken:
+            groups.setdefault(self.shard_of(note_id), []).extend((str(int(note_id)), repr(score)))
+        calls = [(2, self._lanes(s), args) for s, args in groups.items()]
+        return sum(int(r) for r in self._scripts(calls))
+
+    def size(self) -> int:
+        counts = self._pipelined([("zcard", lane) for s in range(self._shards)
+                                  for lane in self._lanes(s)])
+        return sum(int(c) for c in counts)
+
+    def oldest_ms(self) -> float | None:
+        heads = self._pipelined([("zrange", lane, 0, 0) for s in range(self._shards)
+                                 for lane in self._lanes(s)])
+        return min((float(rows[0][1]) for rows in heads if rows), default=None)
+
+    def adopt(self) -> int:
+        """Move ids of shards beyond today's count, or of the unsharded set of older versions, back
+        into their shards, each with its own score (lost nothing: an id leaves its old key only
+        after it was added to its shard)."""
+        strays = [self.keys.legacy_dirty()] + [lane for s in range(self._shards, MAX_SHARDS)
+                                               for lane in self._lanes(s)]
+        counts = self._pipelined([("zcard", key) for key in strays])
+        moved = 0
+        for key, count in zip(strays, counts, strict=True):
+            if int(count):
+                moved += self._move(key)
+        return moved
+
+    def _move(self, key: str) -> int:
+        with translated():
+            rows: list[tuple[bytes, float]] = self.redis.zrange(key, 0, -1, withscores=True)
+        for member, score in rows:  # one by one: each keeps its own score
+            self.add([int(member)], now_ms=int(score), urgent=key.endswith(":urgent"))
+            with translated():
+                self.redis.zrem(key, member)
+        return len(rows)
+
+    def _pipelined(self, commands: Sequence[tuple[Any, ...]]) -> list[Any]:
+        with translated():
+            pipe = self.redis.pipeline(transaction=False)
+            for name, *args in commands:
+                getattr(pipe, name)(*args, **_OPTIONS.get(name, {}))
+            return list(pipe.execute())
+
+    def _scripts(self, calls: Sequence[tuple[int, tuple[str, str], Sequence[Any]]]) -> list[Any]:
+        """Run one script per shard in a pipeline; after NOSCRIPT (a restarted Redis) load and rerun
+        (the scripts that failed did not run, and the others are safe to run twice)."""
+        if not calls:
+            return []
+        with translated():
+            for attempt in range(2):
+                pipe = self.redis.pipeline(transaction=False)
+                for which, lanes, args in calls:
+                    pipe.execute_command("EVALSHA", self._sha[which], 2, *lanes, *args)
+                replies: list[Any] = pipe.execute(raise_on_error=False)
+                if attempt == 0 and any(isinstance(r, NoScriptError) for r in replies):
+                    for script in _SCRIPTS:
+                        self.redis.script_load(script)
+                    continue
+                break
+            for reply in replies:
+                if isinstance(reply, Exception):
+                    raise reply
+        return replies

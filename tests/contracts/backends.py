@@ -1,0 +1,152 @@
+"""The cache backends every Redis-side contract runs against: in-memory, fakeredis, real Redis.
+
+A :class:`CacheBackend` bundles the four ports (cache, dirty set, coordination, progress) on one
+isolated store, plus the few test-only hooks a contract needs to simulate what happens behind a
+port's back (a counter evicted, a snapshot expired, garbage planted) and to look inside (the reverse
+index). Subclasses of each contract pick a backend with the ``backend`` fixture.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from service.envelope import SnapshotKey, decode_envelope
+from storage.memory import (
+    MemoryCache,
+    MemoryCoordination,
+    MemoryDirtySet,
+    MemoryProgress,
+    MemoryState,
+)
+from storage.redis.cache import RedisCache
+from storage.redis.coordination import RedisCoordination
+from storage.redis.keys import Keys
+from storage.redis.progress import RedisProgress
+from storage.redis.queue import RedisDirtySet
+from tests.redis.readers import fake_redis, index_mismatches, real_redis, unreachable_redis
+
+__all__ = ["CacheBackend", "MemoryBackend", "RedisBackend", "backend_named"]
+
+SOFT_TTL_S, HARD_TTL_S = 3_600, 7_200
+
+
+@dataclass
+class CacheBackend:
+    """Four ports on one store, and hooks behind their backs."""
+
+    cache: Any
+    dirty: Any
+    coordination: Any
+    name: str
+
+    def progress(self, name: str = "nightly") -> Any:
+        raise NotImplementedError
+
+    def dirty_queue(self, shards: int) -> Any:
+        """A dirty set with ``shards`` shards on this store."""
+        raise NotImplementedError
+
+    def lose_generation(self, note_id: int) -> None:
+        raise NotImplementedError
+
+    def expire(self, key: SnapshotKey) -> None:
+        raise NotImplementedError
+
+    def plant(self, key: SnapshotKey, data: bytes) -> None:
+        raise NotImplementedError
+
+    def has_shows(self, focus: int) -> bool:
+        raise NotImplementedError
+
+    def index_mismatches(self) -> dict[int, tuple[set[int], set[int]]]:
+        raise NotImplementedError
+
+
+class MemoryBackend(CacheBackend):
+    def __init__(self, state: MemoryState) -> None:
+        super().__init__(MemoryCache(state, soft_ttl_s=SOFT_TTL_S, hard_ttl_s=HARD_TTL_S),
+                         MemoryDirtySet(state), MemoryCoordination(state), "memory")
+        self.state = state
+
+    def progress(self, name: str = "nightly") -> MemoryProgress:
+        return MemoryProgress(self.state, name)
+
+    def dirty_queue(self, shards: int) -> MemoryDirtySet:
+        return MemoryDirtySet(self.state, shards=shards)
+
+    def lose_generation(self, note_id: int) -> None:
+        self.state.generations.pop(note_id, None)
+
+    def expire(self, key: SnapshotKey) -> None:
+        self.state.snapshots.pop(key, None)
+
+    def plant(self, key: SnapshotKey, data: bytes) -> None:
+        self.state.snapshots[key] = (data, self.state.clock_ms() + HARD_TTL_S * 1000)
+
+    def has_shows(self, focus: int) -> bool:
+        return bool(self.state.shows.get(focus))
+
+    def index_mismatches(self) -> dict[int, tuple[set[int], set[int]]]:
+        expected: dict[int, set[int]] = {}
+        for data, _ in self.state.snapshots.values():
+            env = decode_envelope(data)
+            assert env is not None
+            for shown in env.depends_on:
+                expected.setdefault(shown, set()).add(env.note_id)
+        actual = {x: set(foci) for x, foci in self.state.deps.items() if foci}
+        return {n: (expected.get(n, set()), actual.get(n, set()))
+                for n in expected.keys() | actual.keys()
+                if expected.get(n, set()) != actual.get(n, set())}
+
+
+class RedisBackend(CacheBackend):
+    def __init__(self, client: Any, prefix: str, name: str) -> None:
+        keys = Keys(prefix)
+        super().__init__(
+            RedisCache(client, prefix=prefix, soft_ttl_s=SOFT_TTL_S, hard_ttl_s=HARD_TTL_S),
+            RedisDirtySet(client, keys), RedisCoordination(client, keys), name)
+        self.client, self.keys = client, keys
+
+    def progress(self, name: str = "nightly") -> RedisProgress:
+        return RedisProgress(self.client, self.keys, name)
+
+    def dirty_queue(self, shards: int) -> RedisDirtySet:
+        return RedisDirtySet(self.client, self.keys, shards=shards)
+
+    def lose_generation(self, note_id: int) -> None:
+        self.client.delete(self.keys.generation(note_id))
+
+    def _name(self, key: SnapshotKey) -> str:
+        return self.keys.snapshot(key.note_id, key.strategy, key.seed, key.token_limit)
+
+    def expire(self, key: SnapshotKey) -> None:
+        self.client.delete(self._name(key))
+
+    def plant(self, key: SnapshotKey, data: bytes) -> None:
+        self.client.set(self._name(key), data)
+
+    def has_shows(self, focus: int) -> bool:
+        return bool(self.client.exists(self.keys.shows(focus)))
+
+    def index_mismatches(self) -> dict[int, tuple[set[int], set[int]]]:
+        return index_mismatches(self.cache)
+
+
+@contextmanager
+def backend_named(name: str, *, connected: bool = True) -> Iterator[CacheBackend]:
+    """A fresh, isolated backend: ``memory``, ``fakeredis`` or ``redis`` (the real one);
+    ``connected=False`` gives one whose every call fails as an unreachable Redis does."""
+    prefix = f"graphrag-test:{uuid.uuid4().hex}:v1"
+    if name == "memory":
+        yield MemoryBackend(MemoryState(down=not connected))
+    elif name == "fakeredis":
+        yield RedisBackend(fake_redis(connected=connected), prefix, name)
+    elif not connected:
+        yield RedisBackend(unreachable_redis(), prefix, name)
+    else:
+        with real_redis(prefix) as client:
+            yield RedisBackend(client, prefix, name)

@@ -1,0 +1,146 @@
+"""The dirty set's contract (service.ports.DirtyQueue), run on every backend.
+
+Shards and lanes: an id lives in one shard and one lane; the urgent lane is served first; an id
+leaves only through ``done`` with the score ``take`` saw. The Redis backends add what only they can
+lose: ids left in shards beyond today's count or in an older unsharded set, scripts flushed by a
+restart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from graphrag.errors import CacheUnavailable
+from tests.contracts.backends import CacheBackend, backend_named
+
+SHARDS = 4
+
+
+class DirtyQueueContract:
+    backend_name = ""
+
+    @pytest.fixture
+    def backend(self) -> Iterator[CacheBackend]:
+        with backend_named(self.backend_name) as backend:
+            yield backend
+
+    @pytest.fixture
+    def dirty(self, backend: CacheBackend) -> Any:
+        return backend.dirty_queue(SHARDS)
+
+    def test_each_shard_holds_exactly_its_own_ids(self, dirty: Any) -> None:
+        assert dirty.add(range(20), now_ms=1_000) == 20
+        for shard in range(SHARDS):
+            taken = dirty.take(100, shard=shard)
+            assert {i for i, _ in taken} == {i for i in range(20) if dirty.shard_of(i) == shard}
+        assert dirty.size() == 20
+
+    def test_the_urgent_lane_is_served_before_older_wide_ids(self, dirty: Any) -> None:
+        dirty.add([1, 5, 9], now_ms=1_000)
+        dirty.add([13], now_ms=2_000, urgent=True)
+        assert dirty.take(10, shard=1) == [(13, 2_000.0)]
+        assert dirty.done([(13, 2_000.0)]) == 1
+        assert dirty.take(10, shard=1) == [(1, 1_000.0), (5, 1_000.0), (9, 1_000.0)]
+
+    def test_an_urgent_add_moves_a_wide_id_and_the_old_score_no_longer_removes_it(
+            self, dirty: Any) -> None:
+        dirty.add([1], now_ms=1_000)
+        taken_before = dirty.take(10, shard=1)
+        assert dirty.add([1], now_ms=2_000, urgent=True) == 0
+        assert dirty.size() == 1
+        assert dirty.done(taken_before) == 0
+        assert dirty.take(10, shard=1) == [(1, 2_000.0)]
+
+    def test_a_wide_add_of_an_urgent_id_keeps_it_urgent_with_the_new_score(self, dirty: Any) -> None:
+        dirty.add([2], now_ms=1_000, urgent=True)
+        dirty.add([6], now_ms=500)
+        dirty.add([2], now_ms=3_000)
+        assert dirty.take(10, shard=2) == [(2, 3_000.0)]
+        assert dirty.size() == 2
+
+    def test_taking_from_every_shard_gives_urgent_ids_first_then_the_oldest(self, dirty: Any) -> None:
+        dirty.add([1, 2], now_ms=1_000)
+        dirty.add([3], now_ms=3_000, urgent=True)
+        dirty.add([6], now_ms=2_000)
+        assert dirty.take(3) == [(3, 3_000.0), (1, 1_000.0), (2, 1_000.0)]
+        assert dirty.take(10, settled_before_ms=1_500) == [(1, 1_000.0), (2, 1_000.0)]
+
+    def test_done_removes_only_pairs_whose_score_is_unchanged(self, dirty: Any) -> None:
+        dirty.add([1, 2, 3], now_ms=1_000)
+        taken = dirty.take(10)
+        dirty.add([2], now_ms=1_500)
+        assert dirty.done(taken) == 2
+        assert dirty.take(10) == [(2, 1_500.0)]
+
+    def test_ready_lists_urgent_shards_first_then_the_oldest_and_only_settled_ones(
+            self, dirty: Any) -> None:
+        dirty.add([1], now_ms=3_000)
+        dirty.add([2], now_ms=1_000)
+        dirty.add([7], now_ms=2_000, urgent=True)
+        dirty.add([8], now_ms=9_000)
+        assert dirty.ready() == [3, 2, 1, 0]
+        assert dirty.ready(settled_before_ms=2_500) == [3, 2]
+        assert dirty.take(10, shard=0, settled_before_ms=2_500) == []
+
+    def test_take_honours_the_limit_and_the_settled_time(self, dirty: Any) -> None:
+        for at, note in enumerate([12, 4, 8]):
+            dirty.add([note], now_ms=1_000 + at)
+        dirty.add([16], now_ms=5_000)
+        assert dirty.take(2, shard=0) == [(12, 1_000.0), (4, 1_001.0)]
+        assert [i for i, _ in dirty.take(10, shard=0, settled_before_ms=1_002)] == [12, 4, 8]
+
+    def test_size_and_oldest_cover_every_shard_and_lane(self, dirty: Any) -> None:
+        assert (dirty.size(), dirty.oldest_ms(), dirty.ready()) == (0, None, [])
+        dirty.add([5, 6], now_ms=2_000)
+        dirty.add([3], now_ms=1_500, urgent=True)
+        assert (dirty.size(), dirty.oldest_ms()) == (3, 1_500.0)
+
+    def test_an_empty_call_changes_nothing(self, dirty: Any) -> None:
+        assert dirty.add([], now_ms=1) == 0
+        assert dirty.done([]) == 0
+        assert dirty.adopt() == 0
+
+    def test_an_unreachable_store_raises_cache_unavailable(self) -> None:
+        with backend_named(self.backend_name, connected=False) as backend:
+            dirty = backend.dirty_queue(SHARDS)
+            for call in (lambda: dirty.add([1], now_ms=1), lambda: dirty.take(1),
+                         lambda: dirty.done([(1, 1.0)]), dirty.size, dirty.ready):
+                with pytest.raises(CacheUnavailable):
+                    call()
+
+
+class RedisDirtyQueueContract(DirtyQueueContract):
+    def test_ids_of_dropped_shards_and_of_the_unsharded_set_are_adopted(
+            self, backend: Any) -> None:
+        wide = backend.dirty_queue(8)
+        wide.add([5, 7], now_ms=1_000)
+        wide.add([6], now_ms=1_200, urgent=True)
+        backend.client.zadd(backend.keys.legacy_dirty(), {b"9": 900})
+        narrow = backend.dirty_queue(SHARDS)
+        assert narrow.adopt() == 4
+        assert narrow.take(10, shard=2) == [(6, 1_200.0)]
+        assert sorted(narrow.take(10, shard=1)) == [(5, 1_000.0), (9, 900.0)]
+        assert narrow.take(10, shard=3) == [(7, 1_000.0)]
+        assert narrow.size() == 4 and narrow.adopt() == 0
+
+    def test_scripts_flushed_by_a_restart_are_loaded_again(self, backend: Any, dirty: Any) -> None:
+        dirty.add([1], now_ms=1_000)
+        backend.client.script_flush()
+        assert dirty.take(10) == [(1, 1_000.0)]
+        assert dirty.done([(1, 1_000.0)]) == 1
+
+
+class TestMemoryDirtyQueue(DirtyQueueContract):
+    backend_name = "memory"
+
+
+class TestFakeRedisDirtyQueue(RedisDirtyQueueContract):
+    backend_name = "fakeredis"
+
+
+@pytest.mark.redis
+class TestRealRedisDirtyQueue(RedisDirtyQueueContract):
+    backend_name = "redis"

@@ -1,0 +1,133 @@
+"""The ``doughnut-2026`` profile on SQLite and MariaDB: the same bytes as the in-memory oracle.
+
+Random wiki graphs (two users' notebooks and a circle's, nested folders, deleted notes, notes without
+a notebook, cross-notebook links, subscriptions, the bazaar, a hub, a crowded folder) are loaded into
+each database; every focus is computed through the SQL profile and through the in-memory database of
+tests/wiki_support.py (which answers each need as Doughnut's queries do) for several seeds, viewers,
+depths and budgets: JSON and markdown must be equal byte for byte. Plus the batch's statement count
+and the schema checks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import event, text
+from sqlalchemy.engine import Engine
+
+from graphrag import CharsCounter, DatabaseUnavailable, Request, SchemaMismatch, StrategyParams
+from graphrag.wiki import Viewer
+from service.context import ContextService
+from storage.profiles import open_source
+from storage.profiles.admin_2026 import create_tables, insert_rows
+from storage.profiles.doughnut_2026 import Doughnut2026
+from tests.conftest import BACKENDS, backend_engine
+from tests.storage.wiki_rows import random_graph, table_rows
+from tests.wiki_support import WikiGraph, result_of
+
+VIEWERS = (None, Viewer(user_id=1), Viewer(user_id=2), Viewer(circle_id=1))
+SEEDS = (None, 7, -(2**63))
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def loaded(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+           ) -> Iterator[tuple[Engine, WikiGraph]]:
+    graph = random_graph(11, notes=60)
+    rows = table_rows(graph)
+    with backend_engine(request.param, tmp_path_factory.mktemp("wiki")) as engine:
+        create_tables(engine)
+        insert_rows(engine, rows)
+        yield engine, graph
+
+
+def service(engine: Engine) -> ContextService:
+    return ContextService(Doughnut2026(engine), CharsCounter(), StrategyParams())
+
+
+def oracle(graph: WikiGraph, focus: int, limit: int, **kw: Any) -> bytes | type[Exception]:
+    from graphrag.focus_render import result_json
+
+    try:
+        return result_json(result_of(graph, focus, limit, **kw))
+    except Exception as err:
+        return type(err)
+
+
+@pytest.mark.parametrize("limit", [5, 300, 2000, 6000])
+def test_every_focus_gives_the_oracles_bytes(loaded: tuple[Engine, WikiGraph], limit: int) -> None:
+    engine, graph = loaded
+    svc = service(engine)
+    for seed in SEEDS:
+        for viewer in VIEWERS:
+            requests = [Request(f, seed, limit, 0, limit, viewer=viewer) for f in graph.notes]
+            got = svc.compute_many(requests, "focus-context").results
+            for request in requests:
+                outcome = got[request]
+                want = oracle(graph, request.focus_id, limit, seed=seed, viewer=viewer)
+                if isinstance(want, type):
+                    assert isinstance(outcome, want), (request, outcome)
+                else:
+                    assert outcome.to_json() == want, request
+
+
+def test_depths_and_the_markdown_agree(loaded: tuple[Engine, WikiGraph]) -> None:
+    from graphrag.focus_render import render_markdown
+
+    engine, graph = loaded
+    svc = service(engine)
+    live = [i for i, n in graph.notes.items() if not n.deleted and n.notebook_id == 1]
+    for depth in (1, 3):
+        requests = [Request(f, 3, 2500, 0, 2500, max_depth=depth) for f in live]
+        got = svc.compute_many(requests, "focus-context").results
+        for request in requests:
+            want = result_of(graph, request.focus_id, 2500, seed=3, max_depth=depth)
+            assert got[request].markdown() == render_markdown(want, depth)
+
+
+def statements(engine: Engine, foci: list[int]) -> int:
+    """How many statements one batch computation of ``foci`` executes (after the schema check)."""
+    source = Doughnut2026(engine)
+    source.check()
+    seen: list[str] = []
+
+    def count(*args: Any) -> None:
+        seen.append(args[2])
+
+    event.listen(engine, "before_cursor_execute", count)
+    try:
+        svc = ContextService(source, CharsCounter(), StrategyParams())
+        svc.compute_many([Request(f, None, 2000, 0, 2000) for f in foci], "focus-context")
+    finally:
+        event.remove(engine, "before_cursor_execute", count)
+    return len(seen)
+
+
+def test_a_batch_costs_a_handful_of_statements_per_round(loaded: tuple[Engine, WikiGraph]) -> None:
+    engine, graph = loaded
+    foci = [i for i, n in graph.notes.items() if not n.deleted and n.notebook_id is not None]
+    counts = {size: statements(engine, foci[:size]) for size in (1, len(foci))}
+    assert counts[len(foci)] <= 3 * counts[1], counts  # not one set of statements per focus
+    assert counts[len(foci)] < len(foci), counts
+
+
+def test_auto_detects_the_2026_layout(loaded: tuple[Engine, WikiGraph]) -> None:
+    engine, _ = loaded
+    source = open_source(engine, "auto")
+    assert (source.profile, source.model) == ("doughnut-2026", "wiki")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_database_without_the_link_cache_is_named(backend: str, tmp_path: Path) -> None:
+    with backend_engine(backend, tmp_path) as engine:
+        create_tables(engine)
+        with engine.begin() as conn:
+            conn.execute(text("DROP TABLE note_wiki_title_cache"))
+        with pytest.raises(SchemaMismatch) as info:
+            Doughnut2026(engine).check()
+        assert "note_wiki_title_cache" in str(info.value) and "\n" not in str(info.value)
+        with pytest.raises(DatabaseUnavailable) as batch:
+            service(engine).compute(Request(1, None, 2000, 0), "focus-context")
+        assert "note_wiki_title_cache" in str(batch.value)

@@ -1,0 +1,58 @@
+"""The benchmark's pure parts: which ids a run rebuilds, its percentiles, and its report rendered
+from the committed results (the keys the report reads are the ones latest.json keeps)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import orjson
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ops.bench.graph import pages
+from ops.bench.plan import PAGE, percentile, size_name
+from ops.bench.report import TARGETS, render_markdown
+
+RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
+
+
+@given(st.lists(st.integers(1, 10**7), unique=True, max_size=3000).map(sorted),
+       st.integers(1, 2500))
+def test_pages_are_runs_of_consecutive_live_ids_spread_over_the_table(ids: list[int],
+                                                                      notes: int) -> None:
+    picked = pages(ids, notes)
+    assert len(picked) == len(set(picked)) == min(notes, len(ids))
+    positions = [ids.index(i) for i in picked]
+    runs = [positions[k : k + PAGE] for k in range(0, len(positions), PAGE)]
+    for run in runs:
+        assert run == list(range(run[0], run[0] + len(run)))  # consecutive live ids
+    starts = [run[0] for run in runs]
+    assert starts == sorted(starts)
+
+
+@given(st.lists(st.floats(-1e6, 1e6), min_size=1, max_size=200), st.floats(0, 1))
+def test_percentile_is_a_member_with_that_share_at_or_below_it(values: list[float],
+                                                               fraction: float) -> None:
+    p = percentile(values, fraction)
+    assert p in values
+    at_or_below = sum(v <= p for v in values)
+    assert at_or_below >= fraction * len(values) - 1e-9
+    assert sum(v < p for v in values) < max(1, math.ceil(fraction * len(values)))
+
+
+def test_percentile_of_nothing_is_nan_and_sizes_are_named() -> None:
+    assert math.isnan(percentile([], 0.5))
+    assert [size_name(n) for n in (10_000, 100_000, 1_000_000, 2_500)] == ["10k", "100k", "1m", "2500"]
+
+
+def test_the_report_renders_every_target_from_the_committed_results() -> None:
+    for path in (RESULTS / "latest.json", RESULTS / "full" / "latest.json"):
+        results = orjson.loads(path.read_bytes())
+        markdown = render_markdown(results)
+        for target in TARGETS:
+            assert target.label in markdown
+        present = [t for t in TARGETS if t.key.split(".")[0] in results]  # older runs lack new sections
+        measured = [t for t in present if t.value(results) is not None]
+        assert len(present) >= len(TARGETS) - 3
+        assert len(measured) >= len(present) - 1  # the quick run has no scaling spread

@@ -1,0 +1,38 @@
+"""Settings that shape results: each one reaches the algorithm and the snapshots' configHash."""
+
+from __future__ import annotations
+
+import pytest
+
+from graphrag import CharsCounter, Request
+from graphrag.errors import ConfigurationError
+from graphrag.params import config_hash
+from service.context import ContextService
+from tests.storage.wiki_rows import random_graph
+from worker.compose import strategy_params
+from worker.settings import load_settings
+
+
+def test_focus_context_dedupe_reaches_the_algorithm_and_the_config_hash() -> None:
+    doughnut = strategy_params(load_settings())
+    deduped = strategy_params(load_settings(focus_context_dedupe="across-depths"))
+    assert not doughnut.of("focus-context").dedupe_across_depths
+    assert deduped.of("focus-context").dedupe_across_depths
+    assert config_hash("focus-context", doughnut, "chars") != config_hash("focus-context", deduped,
+                                                                          "chars")
+    differing = 0
+    for seed in range(4):
+        db = random_graph(seed, notes=60)
+        both = [ContextService(db, CharsCounter(), params) for params in (doughnut, deduped)]
+        for focus in db.live_ids_after(0, 1_000):
+            if db.notes[focus].notebook_id is None:
+                continue
+            request = Request(focus, None, 4_000, 0, 4_000)
+            kept, dropped = (s.compute(request, "focus-context").to_json() for s in both)
+            differing += kept != dropped
+    assert differing > 0  # some foci reach a note again at depth 2, and only Doughnut's order keeps it
+
+
+def test_a_bad_dedupe_value_names_the_variable() -> None:
+    with pytest.raises(ConfigurationError, match="GRAPHRAG_FOCUS_CONTEXT_DEDUPE"):
+        load_settings(focus_context_dedupe="sometimes")

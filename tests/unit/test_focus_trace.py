@@ -1,0 +1,117 @@
+"""Traces (size, facts), the wiki needs, the view and batching."""
+
+from __future__ import annotations
+
+import pytest
+
+from graphrag.batch import run_batch
+from graphrag.focus_context import FocusContextParams, FocusRequest, TraceTooSmall, cut, focus_context
+from graphrag.model import Need
+from graphrag.wiki import Viewer, WikiNeed
+from graphrag.wiki_view import WikiView
+from tests.wiki_support import OWNER, one_notebook, trace_of
+
+
+# -- traces ---------------------------------------------------------------------------------------
+def test_a_trace_refuses_budgets_above_its_size() -> None:
+    graph, nb = one_notebook()
+    traced = trace_of(graph, graph.note("F", nb), max_token_limit=500)
+    cut(traced, 500)
+    with pytest.raises(TraceTooSmall):
+        cut(traced, 501)
+
+
+def test_the_trace_names_the_facts_it_read() -> None:
+    graph, nb = one_notebook()
+    folder = graph.folder(nb, "F")
+    focus = graph.note("Focus", nb, folder)
+    target, referrer = graph.note("T", nb), graph.note("R", nb, folder)
+    graph.link(focus, target)
+    graph.link(referrer, focus)
+    facts = trace_of(graph, focus).facts
+    expected = {
+        f"note:{focus}",
+        f"note:{target}",
+        f"note:{referrer}",
+        f"links:{focus}",
+        f"inbound:{focus}",
+        f"links:{target}",
+        f"inbound:{target}",
+        f"links:{referrer}",
+        f"inbound:{referrer}",
+        f"peers:{nb}:{folder}",
+        f"peers:{nb}:root",
+        f"folder:{folder}",
+        f"notebook:{nb}",
+    }
+    assert expected <= facts
+    assert {f.split(":")[0] for f in facts} <= {
+        "note",
+        "links",
+        "inbound",
+        "peers",
+        "folder",
+        "notebook",
+    }
+
+
+def test_a_small_budget_reads_less_than_a_large_one() -> None:
+    graph, nb = one_notebook()
+    focus = graph.note("Focus", nb, content="f" * 7000)  # eats the whole budget below 1500 tokens
+    hub = graph.note("Hub", nb)
+    graph.link(focus, hub)
+    graph.link(hub, graph.note("Far", nb))
+    small = trace_of(graph, focus, max_token_limit=500)
+    large = trace_of(graph, focus, max_token_limit=3000)
+    assert f"links:{hub}" not in small.facts and f"links:{hub}" in large.facts
+    assert small.sample_siblings is None and large.sample_siblings is not None
+
+
+# -- needs, the view and batching -----------------------------------------------------------------
+def test_wiki_needs_merge_with_the_drivers_empty_need_and_keep_the_longer_ask() -> None:
+    viewer = Viewer(user_id=OWNER)
+    a = WikiNeed.of(notes={1}, referrers={(5, None, viewer): 3}, peers={(1, None, 7): 2})
+    b = WikiNeed.of(folders={2}, referrers={(5, None, viewer): 9}, access={(viewer, 1)})
+    merged = Need() | a | b
+    assert isinstance(merged, WikiNeed)
+    assert merged.referrer_lengths() == {(5, None, viewer): 9} and merged.peer_lengths() == {
+        (1, None, 7): 2
+    }
+    assert merged.size() == 5 and bool(merged) and not WikiNeed()
+
+
+def test_the_view_keeps_the_longest_prefix_and_answers_shorter_asks_from_it() -> None:
+    view, key = WikiView(), (5, None, Viewer(user_id=OWNER))
+    view.put_referrers(key, [1, 2, 3], complete=False)
+    view.put_referrers(key, [1], complete=False)
+    assert view.referrers(key, 2) == (1, 2, 3)
+    assert view.missing(WikiNeed.of(referrers={key: 4})).referrer_lengths() == {key: 4}
+    view.put_referrers(key, [1, 2], complete=True)  # a complete list answers any length
+    assert view.referrers(key, 50) == (1, 2)
+    assert not view.missing(WikiNeed.of(referrers={key: 50}))
+
+
+def test_the_view_follows_folder_chains_as_far_as_they_are_loaded() -> None:
+    graph, nb = one_notebook()
+    outer = graph.folder(nb, "Outer")
+    inner = graph.folder(nb, "Inner", outer)
+    view = WikiView()
+    view.put_folders([graph.folders[inner]])
+    assert view.missing(WikiNeed.of(folders={inner})).folders == {outer}
+    view.put_folders([graph.folders[outer]])
+    assert [f.name for f in view.folder_chain(inner)] == ["Outer", "Inner"]
+
+
+def test_a_batch_of_foci_shares_its_rounds() -> None:
+    graph, nb = one_notebook()
+    folder = graph.folder(nb, "F")
+    notes = [graph.note(f"N{i}", nb, folder if i % 2 else None) for i in range(30)]
+    for i, note in enumerate(notes):
+        graph.link(note, notes[(i * 7 + 3) % 30], notes[(i * 11 + 5) % 30])
+    view = WikiView()
+    params = FocusContextParams()
+    jobs = {n: focus_context(view, params, FocusRequest(n)) for n in notes}
+    results = run_batch(jobs, view, graph.loader(view))  # type: ignore[arg-type]
+    # notes+links, notebook+folders, access+referrers, depth-1 links, depth-2 referrers, peers
+    assert len(graph.asked) <= 6
+    assert all(not isinstance(r, Exception) for r in results.values())

@@ -1,0 +1,80 @@
+"""Which foci an edit affects, and that rebuilding them leaves no old content anywhere (fast)."""
+
+from __future__ import annotations
+
+import orjson
+
+from service.envelope import SnapshotKey, decode_envelope
+from service.events import NoteEvent, affected_foci, sibling_radius
+from tests.storage.graphs import hand_graph
+from tests.usecases.conftest import SEEDS, World
+
+
+def live(world: World) -> list[int]:
+    return world.source.live_ids_after(0, 10_000)
+
+
+def shows(world: World, focus: int, text: str) -> bool:
+    env = decode_envelope(world.cache.read(SnapshotKey(focus, "wavefront", SEEDS[0])))
+    return env is not None and text in orjson.dumps(env.result).decode()
+
+
+def test_an_edit_reaches_every_focus_that_shows_the_note(world: World) -> None:
+    world.rebuild(live(world))
+    showing = {f for f in live(world) if shows(world, f, '"Cat"')}
+    assert len(showing) > 3
+    world.edit(10, title="Kitty")
+    affected = world.events(NoteEvent("note.updated", 10))
+    assert showing <= affected
+    assert world.dirty.size() == len(affected)
+    taken = world.dirty.take(10_000)
+    report = world.rebuild([i for i, _ in taken])
+    assert report.errors == {}
+    assert not [f for f in live(world) if shows(world, f, '"Cat"')]
+    assert {f for f in live(world) if shows(world, f, '"Kitty"')} >= showing
+
+
+def test_edited_notes_are_stamped_before_the_index_is_read(world: World) -> None:
+    seq = world.cache.current_seq()
+    world.events(NoteEvent("note.updated", 10))
+    assert world.cache.touched_since([10, 11], seq) == {10}
+
+
+def test_generations_of_every_affected_focus_move_on(world: World) -> None:
+    world.rebuild(live(world))
+    before = world.cache.generations(live(world))
+    affected = world.events(NoteEvent("note.updated", 13))
+    after = world.cache.generations(affected)
+    assert all(after[f] > before.get(f, 0) for f in affected)
+
+
+def test_a_move_affects_both_families(world: World) -> None:
+    world.edit(21, parent_id=2)
+    affected = world.events(NoteEvent("note.moved", 21, before_parent_id=3, after_parent_id=2))
+    assert {3, 2, 21} <= affected
+    assert {20, 22, 23} <= affected  # its old siblings, nearest first
+    assert {16, 15} & affected  # and its new neighbours
+
+
+def test_a_delete_changes_the_subtree_and_the_links_into_it(world: World) -> None:
+    world.rebuild(live(world))
+    edited, affected = affected_foci([NoteEvent("note.deleted", 2)], world.source, world.cache,
+                                     sibling_radius=4)
+    assert {2, 10, 11, 12, 30, 40, 41, 43, 44, 66} <= edited
+    assert edited <= affected
+
+
+def test_the_sibling_radius_is_the_widest_kept_strategys() -> None:
+    assert sibling_radius(["wavefront"]) == 4
+    assert sibling_radius(["wavefront", "relationship-bfs"]) == 31
+    assert sibling_radius([]) == 0
+
+
+def test_radius_covers_the_siblings_a_nearest_pick_can_reach(world: World) -> None:
+    g = hand_graph()
+    siblings = sorted((n for n in g.notes.values() if n.parent_id == 2 and not n.deleted),
+                      key=lambda n: (n.skeleton().sibling_order, n.id))
+    ids = [n.id for n in siblings]
+    world.strategies = ("wavefront",)
+    affected = world.events(NoteEvent("note.updated", ids[0]))
+    assert set(ids[1:5]) <= affected

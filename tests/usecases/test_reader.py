@@ -1,0 +1,92 @@
+"""The reader's decisions over in-memory ports: hit, stale, miss, live-only, outages (fast)."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from graphrag import NoteNotFound, Request
+from graphrag.errors import Unavailable
+from service.envelope import SnapshotKey
+from service.reader import ReaderConfig, SnapshotReader
+from tests.usecases.conftest import LAYERED_LIMITS, MAX_LIMIT, SEEDS, STRATEGIES, World
+
+
+def reader(world: World, **kw: object) -> SnapshotReader:
+    config = ReaderConfig(strategies=STRATEGIES, seeds=SEEDS, max_token_limit=MAX_LIMIT,
+                          layered_limits=LAYERED_LIMITS)
+    return SnapshotReader(world.service, world.cache, world.coordination, config,
+                          clock_ms=world.clock, **kw)  # type: ignore[arg-type]
+
+
+def live(world: World, focus: int, limit: int = MAX_LIMIT, strategy: str = "wavefront") -> bytes:
+    return world.service.compute(Request(focus, 0, limit, world.clock(), MAX_LIMIT), strategy).to_json()
+
+
+def test_a_fresh_hit_reads_no_database(world: World) -> None:
+    world.rebuild([10])
+    want = live(world, 10)
+    world.source.down = True
+    served = reader(world).get(10, seed=0)
+    assert (served.source, served.body) == ("cache", want)
+    assert reader(world).get(10, seed=0, token_limit=300).source == "cache"
+
+
+def test_past_the_soft_ttl_it_is_served_stale_and_one_refresh_queued(world: World) -> None:
+    world.rebuild([10])
+    world.now[0] += world.cache.soft_ttl_s * 1000
+    queued: list[int] = []
+    r = reader(world, on_stale=queued.append)
+    assert [r.get(10, seed=s).source for s in SEEDS] == ["stale", "stale"]
+    assert queued == [10]
+    world.coordination.release_refresh(10)
+    r.get(10, seed=0)
+    assert queued == [10, 10]
+
+
+def test_a_miss_is_computed_once_and_written_back(world: World) -> None:
+    served = reader(world).get(21, seed=7, token_limit=300)
+    assert served.source == "live"
+    assert world.cache.read(SnapshotKey(21, "wavefront", 7)) is not None
+    assert reader(world).get(21, seed=7).source == "cache"
+
+
+def test_what_no_snapshot_answers_is_live_and_never_stored(world: World) -> None:
+    r = reader(world)
+    assert r.get(10, seed=0, token_limit=3 * MAX_LIMIT).source == "live"
+    assert r.get(10, seed=0, strategy="layered", token_limit=700).source == "live"
+    assert world.cache.read(SnapshotKey(10, "wavefront", 0)) is None
+    assert world.cache.read(SnapshotKey(10, "layered", 0, 700)) is None
+
+
+def test_cache_down_computes_live(world: World) -> None:
+    world.state.down = True
+    served = reader(world).get(10, seed=0)
+    assert (served.source, served.body) == ("live", live(world, 10))
+
+
+def test_database_down_serves_what_is_stored_else_unavailable(world: World) -> None:
+    world.rebuild([10])
+    world.source.down = True
+    world.now[0] += 10 * world.cache.hard_ttl_s * 1000 // 10 - 1
+    assert reader(world).get(10, seed=0).source == "stale"
+    with pytest.raises(Unavailable):
+        reader(world).get(21, seed=0)
+
+
+def test_both_down_is_unavailable_and_a_deleted_note_is_not_found(world: World) -> None:
+    with pytest.raises(NoteNotFound):
+        reader(world).get(50)
+    world.source.down = True
+    world.state.down = True
+    with pytest.raises(Unavailable):
+        reader(world).get(10)
+
+
+def test_smaller_limits_are_prefixes_of_the_stored_ranking(world: World) -> None:
+    world.rebuild([2])
+    stored = orjson.loads(reader(world).get(2, seed=0).body)
+    for limit in (50, 120, 400):
+        body = reader(world).get(2, seed=0, token_limit=limit).body
+        assert body == live(world, 2, limit)
+        assert len(orjson.loads(body)["relatedNotes"]) <= len(stored["relatedNotes"])
