@@ -150,3 +150,9 @@ def compute(
         raise result
     assert isinstance(result, Outcome)
     return result
+
+
+def drain_lock_tokens(redis: Any, keys: Any) -> set[bytes]:
+    """The tokens of every shard's drain lock held right now (``<prefix>:flag:lock:drain:<shard>``)."""
+    names = list(redis.scan_iter(match=keys.flag("lock:drain:*"), count=1000))
+    return {token for token in (redis.mget(names) if names else []) if token is not None}

@@ -29,9 +29,9 @@ def health_of(store: SnapshotCache, source: NoteSource) -> Callable[[], dict[str
 
     def health() -> dict[str, str]:
         report = {}
-        for name, check in (("redis", store.ping), ("database", source.ping)):
+        for name, check in (("redis", lambda: store.ping()), ("database", lambda: source.ping())):
             try:
-                check()
+                check()  # looked up inside: a source of detected layout needs the database for it
                 report[name] = "ok"
             except GraphRagError as err:
                 report[name] = str(err)

@@ -52,7 +52,7 @@ from tests.e2e.conftest import (
     worker_env,
 )
 from tests.storage.graphs import all_uris
-from tests.support import DAY_MS, NOW_MS, Graph
+from tests.support import DAY_MS, NOW_MS, Graph, drain_lock_tokens
 from worker.compose import Wiring
 from worker.server import build_http_app
 from worker.settings import Settings, load_settings
@@ -182,7 +182,7 @@ class System:
         return keys
 
     def drain_running(self) -> bool:
-        return bool(self.redis.exists(self.store.keys.flag("lock:drain")))
+        return bool(drain_lock_tokens(self.redis, self.store.keys))
 
     def quiet(self) -> bool:
         return self.dirty.size() == 0 and not self.drain_running()

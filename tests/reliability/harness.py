@@ -59,6 +59,7 @@ from storage.redis.queue import RedisDirtySet as DirtySet
 from tests.conftest import mariadb_database, url_string
 from tests.e2e.conftest import Workers, broker_database, connect, redis_url, wait_until, worker_env
 from tests.reliability.support import check_result
+from tests.support import drain_lock_tokens
 from tests.wiring import NoteStore, build_redis, build_service, build_snapshot_store, rebuild_notes
 from worker.celery_app import create_celery
 from worker.server import build_http_app
@@ -659,7 +660,7 @@ def _task_name(raw: bytes) -> str:
 
 def quiet(store: SnapshotStore, dirty: DirtySet, broker: Broker) -> bool:
     """Nothing dirty, no drain holding its lock, nothing queued, reserved or running."""
-    return (dirty.size() == 0 and not store.redis.exists(store.keys.flag("lock:drain"))
+    return (dirty.size() == 0 and not drain_lock_tokens(store.redis, store.keys)
             and broker.backlog() == 0)
 
 
@@ -679,7 +680,7 @@ def settle(store: SnapshotStore, dirty: DirtySet, broker: Broker, *, timeout_s: 
 
     def why() -> str:
         return (f"dirty {dirty.size()}, drain lock "
-                f"{bool(store.redis.exists(store.keys.flag('lock:drain')))}, broker backlog "
+                f"{bool(drain_lock_tokens(store.redis, store.keys))}, broker backlog "
                 f"{broker.backlog()} ({Counter(s.task for s in broker.unacked())})\n{details()}")
 
     wait_until(steady, timeout_s=timeout_s, what="quiescence (nothing dirty, queued or running)",

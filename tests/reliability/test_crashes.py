@@ -77,6 +77,7 @@ from tests.reliability.harness import (
     unfinished_tasks,
 )
 from tests.reliability.support import cli_env, figure, graphrag, sized
+from tests.support import drain_lock_tokens
 from tests.wiring import (
     NoteStore,
     build_reader,
@@ -112,11 +113,11 @@ def _kill_once(stack: Stack, rng: random.Random, *, wait_for_drain: bool, dead: 
                log: KillLog) -> None:
     """Kill the current worker's process group: mid-drain (a drain of *this* worker holds the lock,
     i.e. a token no killed worker held) or at a random moment; then start a new worker."""
-    lock_key = stack.store.keys.flag("lock:drain")
+    def tokens() -> set[bytes]:
+        return drain_lock_tokens(stack.store.redis, stack.store.keys)
 
     def live_drain() -> bool:
-        token = stack.store.redis.get(lock_key)
-        return token is not None and token not in dead and stack.dirty.size() > 0
+        return bool(tokens() - dead) and stack.dirty.size() > 0
 
     worker = stack.workers.current
     if wait_for_drain:
@@ -126,16 +127,16 @@ def _kill_once(stack: Stack, rng: random.Random, *, wait_for_drain: bool, dead: 
         time.sleep(rng.uniform(0, 0.3))  # somewhere inside the batch
     else:
         time.sleep(rng.uniform(0.2, 2.5))
-    token = stack.store.redis.get(lock_key)
+    held = tokens() - dead
     dirty = stack.dirty.size()
     worker.kill()
     log.last_kill = time.time()
     log.kills += 1
     log.dirty_at_kill += dirty
     log.in_flight.update(unfinished_tasks(worker.log()))
-    if token is not None and token not in dead:
+    if held:
         log.mid_drain += 1
-        dead.add(token)
+        dead.update(held)
     stack.workers.start()
 
 

@@ -92,8 +92,8 @@ WEBHOOK = "/webhooks/note-events"
 MAX_EVENTS = 1000
 SEEDS = (0, 3)
 MAX_LIMIT = 1_000
-GRAPH_ROUTE = re.compile(r"^/(api/)?notes/([^/]+)/graph$")
-PARAMETERS = {"noteId", "tokenLimit", "seed", "strategy"}
+GRAPH_ROUTE = re.compile(r"^/(api/)?notes/([^/]+)/(graph|context\.md|ai-context-markdown)$")
+PARAMETERS = {"noteId", "tokenLimit", "seed", "strategy", "viewer"}
 
 
 # -- the app under test ---------------------------------------------------------------------------
@@ -185,7 +185,12 @@ def check_graph_response(fuzz: Fuzz, response: httpx.Response, *, authorized: bo
     if status == 200:
         assert response.headers["X-Graphrag-Source"] in ("cache", "stale", "live")
         assert int(response.headers["X-Graphrag-Age"]) >= 0
-        check_result(response.content, hidden=fuzz.deleted_ids)
+        if response.headers["content-type"].startswith("text/markdown"):
+            assert response.text.startswith("#"), response.text[:300]
+        elif response.url.path.endswith("/ai-context-markdown"):
+            assert response.json()["markdown"].startswith("#"), response.text[:300]
+        else:
+            check_result(response.content, hidden=fuzz.deleted_ids)
     elif status == 400:
         body = response.json()
         assert body.get("parameter") in PARAMETERS and body.get("error"), body

@@ -289,6 +289,8 @@ class Secrets:
             "GRAPHRAG_READER_TOKEN": self.token,
             "GRAPHRAG_WEBHOOK_SECRET": self.webhook_secret,
             "GRAPHRAG_REDIS_TIMEOUT_MS": "200",
+            # a reader that must answer while the database is down names its layout (README)
+            "GRAPHRAG_SCHEMA": "doughnut-2025",
             **overrides,
         }
 
