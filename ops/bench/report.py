@@ -378,7 +378,8 @@ def _clean(value: Any) -> Any:
 def write_report(results: dict[str, Any], samples: dict[str, list[float]], out: Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     json_path, md_path = out / "latest.json", out / "latest.md"
-    json_path.write_bytes(orjson.dumps(_clean(results), option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS) + b"\n")
+    options = orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
+    json_path.write_bytes(orjson.dumps(_clean(results), option=options) + b"\n")
     plots = write_plots(results, samples, out)
     md_path.write_text(render_markdown(results, plots), encoding="utf-8")
     return [json_path, md_path, *(out / p for p in plots)]
