@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -40,10 +41,14 @@ _DRAIN_FLAG_MS = 2_000
 
 
 def schedule_drain(rt: Runtime, countdown_s: float | None = None) -> None:
-    """Queue one drain unless one is already queued (coalesces bursts of events)."""
+    """Queue one drain unless one is already queued (coalesces bursts of events); a wait the
+    broker cannot express (under a second on RabbitMQ) is spent by the task before it drains."""
     if rt.coordination.claim_flag("drain", ttl_ms=_DRAIN_FLAG_MS):
         delay = rt.debounce_ms / 1000 if countdown_s is None else countdown_s
-        drain.apply_async(countdown=delay)
+        if delay >= 1 or (delay > 0 and rt.subsecond_countdowns):
+            drain.apply_async(countdown=delay)
+        else:
+            drain.apply_async(kwargs={"wait_s": delay} if delay > 0 else None)
 
 
 @shared_task(name="graphrag.process_events", **DELIVERY)
@@ -57,11 +62,12 @@ def process_events(events: list[dict[str, Any]]) -> int:
 
 
 @shared_task(name="graphrag.drain", **DELIVERY)
-def drain() -> int:
+def drain(wait_s: float = 0.0) -> int:
     """Rebuild dirty foci for a while, a batch at a time from a shard no other worker holds
     (service.drain.drain_session); asks for a second drain when more shards wait, so idle workers
     join in, and re-queues itself while anything is left."""
     rt = current()
+    time.sleep(min(max(wait_s, 0.0), 1.0))
     rt.coordination.clear_flag("drain")
     if len(rt.dirty.ready()) > 1:
         schedule_drain(rt, countdown_s=0)

@@ -37,6 +37,9 @@ class Runtime:
     pages_per_dispatch: int = 50
     #: Note ids per nightly ``rebuild_batch`` task: one rebuild epoch (its batches share loaded data).
     rebuild_page: int = 500
+    #: Whether the broker delays a message by less than a second (Redis: yes; RabbitMQ's native
+    #: delayed delivery counts whole seconds, so a shorter wait happens inside the task).
+    subsecond_countdowns: bool = True
 
 
 _factory: Callable[[], Runtime] | None = None

@@ -174,7 +174,7 @@ def test_the_two_redis_roles_are_wired_to_the_right_instance(
     for name in PROJECT_SERVICES:
         env = environment(services[name])
         assert env["GRAPHRAG_REDIS_URL"].startswith("redis://redis-cache:"), name
-        assert env["CELERY_BROKER_URL"].startswith("redis://redis-broker:"), name
+        assert env["CELERY_BROKER_URL"].split(":-", 1)[-1].startswith("redis://redis-broker:"), name
         assert env["GRAPHRAG_DATABASE_URL"].split(":-", 1)[-1].startswith("mysql+pymysql://"), name
     flower_env = environment(services["flower"])
     assert flower_env["CELERY_BROKER_URL"] == environment(services["worker"])["CELERY_BROKER_URL"]

@@ -16,12 +16,13 @@ from typing import Any
 
 from celery import Celery
 from celery.schedules import crontab
-from celery.signals import worker_process_init, worker_ready
+from celery.signals import worker_init, worker_process_init, worker_ready
 from kombu.exceptions import ChannelError, OperationalError
 
 from service.events import sibling_radius
 from tasks.jobs import sweep
 from tasks.runtime import Runtime, configure, current
+from worker.broker import broker_conf, declare_parking, is_amqp
 from worker.compose import Wiring, wall_ms
 from worker.settings import Settings
 
@@ -42,13 +43,14 @@ def create_celery(settings: Settings, *, redis_client: Any = None) -> Celery:
         task_routes={"graphrag.nightly_dispatch": {"queue": "bulk"},
                      "graphrag.rebuild_batch": {"queue": "bulk"}},
         task_serializer="json", accept_content=["json"], task_ignore_result=True,
-        broker_transport_options={"visibility_timeout": settings.visibility_timeout_s},
         broker_connection_timeout=2, broker_connection_retry_on_startup=True,
         timezone="UTC", enable_utc=True,
         beat_scheduler="redbeat.RedBeatScheduler", redbeat_redis_url=settings.redis_url,
         redbeat_redis_options={"socket_timeout": 5, "socket_connect_timeout": 5},
         redbeat_key_prefix=f"{settings.redis_prefix}:redbeat", redbeat_lock_timeout=90,
         beat_schedule=_schedule(settings),
+        **broker_conf(settings.broker_url, visibility_timeout_s=settings.visibility_timeout_s,
+                      delivery_limit=settings.delivery_limit),
     )
     configure(lambda: build_runtime(settings, celery, redis_client=redis_client))
     return celery
@@ -85,6 +87,7 @@ def build_runtime(settings: Settings, celery: Celery, *, redis_client: Any = Non
         sibling_radius=sibling_radius(wiring.strategies()),
         debounce_ms=settings.debounce_ms, max_bulk_backlog=settings.max_bulk_backlog,
         rebuild_page=settings.rebuild_page,
+        subsecond_countdowns=not is_amqp(settings.broker_url),
     )
 
 
@@ -95,6 +98,14 @@ def _warm_up(**_: object) -> None:
         current()
     except Exception as err:  # it resurfaces, with retries, in the first task that needs it
         log.warning("worker runtime not ready yet: %s", err)
+
+
+@worker_init.connect
+def _declare_parking(sender: Any = None, **_: object) -> None:
+    """On RabbitMQ, the parking queues exist before the first message could be parked."""
+    app = getattr(sender, "app", None)
+    if app is not None and app.main == "graphrag":
+        declare_parking(app)
 
 
 @worker_ready.connect

@@ -22,6 +22,10 @@ __all__ = ["DEFAULT_DATABASE_URL", "Settings", "load_settings"]
 DEFAULT_DATABASE_URL = "sqlite:///graphrag.db"
 
 
+#: Redis or RabbitMQ; ``memory`` for a demo or test in one process.
+_BROKER_SCHEMES = ("redis", "rediss", "amqp", "amqps", "pyamqp", "memory")
+
+
 class Settings(BaseSettings):
     """The service's configuration (environment variables ``GRAPHRAG_*``)."""
 
@@ -60,6 +64,8 @@ class Settings(BaseSettings):
         default="redis://127.0.0.1:6379/1",
         validation_alias=AliasChoices("CELERY_BROKER_URL", "GRAPHRAG_BROKER_URL", "broker_url"),
     )
+    #: RabbitMQ: deliveries of one message before it is parked in ``<queue>.parked``.
+    delivery_limit: int = Field(default=5, ge=1, le=1000)
     debounce_ms: int = Field(default=50, ge=0, le=60_000)
     #: Shards of the dirty set: how many workers can drain edits at once (docs/architecture.md).
     dirty_shards: int = Field(default=16, ge=1, le=256)
@@ -77,6 +83,15 @@ class Settings(BaseSettings):
             if not parts:
                 raise ValueError("needs at least one value, e.g. 0 or 0,1,2")
             return parts
+        return value
+
+    @field_validator("broker_url")
+    @classmethod
+    def _known_broker(cls, value: str) -> str:
+        scheme = value.partition("://")[0]
+        if scheme not in _BROKER_SCHEMES:
+            raise ValueError(f"the broker must be Redis or RabbitMQ ({', '.join(_BROKER_SCHEMES)}"
+                             f"://...), not {scheme or value!r}")
         return value
 
     @field_validator("webhook_secret")
