@@ -201,6 +201,16 @@ def worker(concurrency: int, queues: str, loglevel: str) -> None:
 @main.command()
 @click.option("--loglevel", default="info", show_default=True)
 @reports_errors
+def cdc(loglevel: str) -> None:
+    """Follow the database's binary log and enqueue the events of every committed change."""
+    from worker.commands import run_cdc_command
+
+    run_cdc_command(loglevel)
+
+
+@main.command()
+@click.option("--loglevel", default="info", show_default=True)
+@reports_errors
 def beat(loglevel: str) -> None:
     """Run the single-instance scheduler (same as `celery -A worker.app beat`)."""
     from worker.celery_app import create_celery

@@ -64,6 +64,10 @@ class Settings(BaseSettings):
         default="redis://127.0.0.1:6379/1",
         validation_alias=AliasChoices("CELERY_BROKER_URL", "GRAPHRAG_BROKER_URL", "broker_url"),
     )
+    #: Change capture: the replication client's server id (unique among the database's replicas)
+    #: and the TTL of the lease that keeps it to one instance.
+    cdc_server_id: int = Field(default=4_242_001, ge=1, le=2**32 - 1)
+    cdc_lease_ms: int = Field(default=6_000, ge=1_000, le=600_000)
     #: RabbitMQ: deliveries of one message before it is parked in ``<queue>.parked``.
     delivery_limit: int = Field(default=5, ge=1, le=1000)
     debounce_ms: int = Field(default=50, ge=0, le=60_000)
