@@ -5,7 +5,8 @@ run's settings in their environment (every other ``GRAPHRAG_*``/``CELERY_*`` var
 is dropped, so a developer's shell cannot redirect them), and are stopped with SIGTERM, then
 SIGKILL, of exactly those groups. Celery's broker is a Redis database of its own: the first empty one
 of 15..8, claimed with a marker key (:func:`storage.redis.probe.claim_empty_database`) and flushed
-at the end, so a benchmark never reads or drops another user's queues.
+at the end, so a benchmark never reads or drops another user's queues; or, for the RabbitMQ figures,
+a private vhost on the local RabbitMQ (``rabbitmqctl``), deleted at the end.
 """
 
 from __future__ import annotations
@@ -43,18 +44,55 @@ QUEUES = ("realtime", "bulk")
 
 @dataclass
 class Services:
-    """Where the started services listen, their credentials, the broker they share."""
+    """Where the started services listen, their credentials, whether their broker is idle."""
 
     base_url: str
     token: str
     secret: str
-    broker: probe.ClaimedDatabase
+    idle: Callable[[], bool]
     prefix: str
+    env: dict[str, str]
 
 
 def broker_idle(svc: Services) -> bool:
-    """No message waits in or is being worked on from the worker's queues."""
-    return probe.pending_messages(svc.broker, QUEUES) == 0
+    """No message waits in (Redis: or is being worked on from) the worker's queues."""
+    return svc.idle()
+
+
+@contextlib.contextmanager
+def redis_broker(redis_url: str) -> Iterator[tuple[str, Callable[[], bool]]]:
+    """(broker URL, idle check) of a claimed Redis database."""
+    with claimed_broker(redis_url) as broker:
+        yield broker.url, lambda: probe.pending_messages(broker, QUEUES) == 0
+
+
+def _rabbitmqctl(*args: str) -> None:
+    try:
+        subprocess.run(["rabbitmqctl", "-q", *args], check=True, capture_output=True, timeout=60)
+    except (OSError, subprocess.SubprocessError) as err:
+        raise BenchError(f"rabbitmqctl {' '.join(args)} failed: {err}") from err
+
+
+@contextlib.contextmanager
+def rabbitmq_broker(amqp_url: str) -> Iterator[tuple[str, Callable[[], bool]]]:
+    """(broker URL, idle check) of a private vhost on the RabbitMQ at ``amqp_url``."""
+    from kombu.connection import Connection
+
+    vhost = f"graphrag-bench-{uuid.uuid4().hex[:10]}"
+    _rabbitmqctl("add_vhost", vhost)
+    url = f"{amqp_url.rstrip('/')}/{vhost}"
+
+    def idle() -> bool:
+        with Connection(url) as conn:  # type: ignore[no-untyped-call]
+            channel = conn.default_channel
+            return all(channel.queue_declare(queue=q, passive=True).message_count == 0
+                       for q in QUEUES)
+
+    try:
+        _rabbitmqctl("set_permissions", "-p", vhost, "guest", ".*", ".*", ".*")
+        yield url, idle
+    finally:
+        _rabbitmqctl("delete_vhost", vhost)
 
 
 @contextlib.contextmanager
@@ -157,19 +195,21 @@ def says_ready(log: Path) -> bool:
 
 
 @contextlib.contextmanager
-def services(bench: Bench, graph: Graph) -> Iterator[Services]:
+def services(bench: Bench, graph: Graph, amqp_url: str | None = None) -> Iterator[Services]:
     """A Celery worker (2 processes, queues realtime and bulk) and ``graphrag serve`` on a free
-    port, both on the graph's database and the run's ``<base>:main`` snapshots."""
+    port, both on the graph's database and the run's ``<base>:main`` snapshots; the broker is a
+    Redis database, or a RabbitMQ vhost when ``amqp_url`` is given."""
     token, secret = credentials()
     port = _free_port()
     base_url = f"http://127.0.0.1:{port}"
-    with claimed_broker(bench.redis_url) as broker, \
-            tempfile.TemporaryDirectory(prefix="graphrag-bench-") as tmp:
-        env = service_env(bench, graph, broker.url, token, secret)
+    broker = rabbitmq_broker(amqp_url) if amqp_url else redis_broker(bench.redis_url)
+    with broker as (broker_url, idle), tempfile.TemporaryDirectory(prefix="graphrag-bench-") as tmp:
+        env = service_env(bench, graph, broker_url, token, secret)
         log = Path(tmp) / "worker.log"
         with process_group(worker_command(bench), env, log, partial(says_ready, log),
                            "the Celery worker"), \
                 process_group(_serve_command(port), env, Path(tmp) / "serve.log",
                               lambda: _healthy(base_url), "graphrag serve"):
-            say(f"Celery worker (2 processes) and graphrag serve on port {port} are up")
-            yield Services(base_url, token, secret, broker, bench.prefix("main"))
+            say(f"Celery worker (2 processes, broker {broker_url.split(':', 1)[0]}) and graphrag "
+                f"serve on port {port} are up")
+            yield Services(base_url, token, secret, idle, bench.prefix("main"), env)
