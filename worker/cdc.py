@@ -24,11 +24,15 @@ import datetime as dt
 import logging
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
+
+from prometheus_client import CollectorRegistry, start_http_server
 
 from graphrag import GraphRagError
 from service.cdc import WATCHED, events_of
+from service.metrics import CdcMetrics
 from service.ports import Lease, PositionStore
 from storage.binlog import (
     BinlogPosition,
@@ -41,6 +45,7 @@ from storage.binlog import (
     stream,
 )
 from storage.redis.positions import RedisPositions
+from worker.cdc_lag import watched_lag
 from worker.celery_app import create_celery
 from worker.compose import Wiring
 from worker.server import celery_enqueuer
@@ -68,6 +73,7 @@ class Capture:
     full_rebuild: Callable[[str], None]
     max_events: int
     stop: threading.Event
+    metrics: CdcMetrics = field(default_factory=CdcMetrics.create)
 
     def start(self) -> BinlogPosition:
         stored = self.positions.get()
@@ -89,6 +95,7 @@ class Capture:
                                    start=self.start(), stop=self.stop):
                     self.apply(item)
             except PositionPurged as err:
+                self.metrics.full_rebuilds.inc()
                 self.full_rebuild(f"the stored log position is no longer on the server ({err})")
                 self.positions.put(current_position(self.url).to_text())
             except BinlogUnavailable as err:
@@ -97,16 +104,20 @@ class Capture:
 
     def apply(self, item: Transaction | SchemaChanged) -> None:
         if isinstance(item, SchemaChanged):
+            self.metrics.full_rebuilds.inc()
             self.full_rebuild(f"{item.statement_kind} on {', '.join(item.tables)}")
         else:
             events = events_of(item.changes, model=self.model, occurred_at=_now_iso())
             for start in range(0, len(events), self.max_events):
                 self.enqueue(events[start:start + self.max_events])
+            self.metrics.events.inc(len(events))
         self.positions.put(item.position_after.to_text())
+        self.metrics.transactions.inc()
 
 
-def run_cdc(settings: Settings, stop: threading.Event) -> bool:
-    """Check, take the lease, follow the log until ``stop``; False when the lease was lost."""
+def run_cdc(settings: Settings, stop: threading.Event, metrics_port: int | None = None) -> bool:
+    """Check, take the lease, follow the log until ``stop``; False when the lease was lost. With
+    ``metrics_port``, Prometheus metrics on ``http://0.0.0.0:<port>/metrics``."""
     wiring = Wiring(settings)
     model = wiring.source.model
     check_server(settings.database_url, watched_tables=WATCHED[model])
@@ -119,14 +130,23 @@ def run_cdc(settings: Settings, stop: threading.Event) -> bool:
         log.warning("full rebuild: %s", why)
         celery.send_task("graphrag.nightly_dispatch", queue="bulk")
 
+    registry = CollectorRegistry()
     capture = Capture(settings.database_url, settings.cdc_server_id, model,
                       RedisPositions(wiring.client, wiring.keys), celery_enqueuer(celery),
-                      full_rebuild, settings.webhook_max_events, stop)
-    with _kept(lease, stop, every_s=settings.cdc_lease_ms / 3000) as lost:
+                      full_rebuild, settings.webhook_max_events, stop, CdcMetrics.create(registry))
+    if metrics_port is not None:
+        start_http_server(metrics_port, registry=registry)
+    server = partial(_server_position, settings.database_url)
+    with _kept(lease, stop, every_s=settings.cdc_lease_ms / 3000) as lost, \
+            watched_lag(capture.metrics, capture.positions, server):
         log.info("following the log of %s (%s profile)", settings.database_url.rsplit("@", 1)[-1],
                  model)
         capture.follow()
     return not lost.is_set()
+
+
+def _server_position(url: str) -> str:
+    return current_position(url).to_text()
 
 
 def _await(lease: Lease, stop: threading.Event, ttl_ms: int) -> bool:

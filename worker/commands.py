@@ -244,7 +244,7 @@ def load_sample(database_url: str | None, schema: str = "doughnut-2025") -> str:
     return f"loaded {count} sample notes"
 
 
-def run_cdc_command(loglevel: str) -> None:
+def run_cdc_command(loglevel: str, metrics_port: int | None = None) -> None:
     """``graphrag cdc``: run change capture until SIGTERM or SIGINT; exit 1 if the lease was lost."""
     import logging
     import signal
@@ -256,5 +256,5 @@ def run_cdc_command(loglevel: str) -> None:
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    if not run_cdc(load_settings(), stop):
+    if not run_cdc(load_settings(), stop, metrics_port):
         raise GraphRagError("lost the change-capture lease to another instance; exiting")

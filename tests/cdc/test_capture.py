@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import redis
 from sqlalchemy import text
@@ -46,19 +47,21 @@ from worker.compose import Wiring
 pytestmark = [pytest.mark.mariadb, pytest.mark.redis]
 
 EDITS_UNDER_KILL = sized(ci=1_200, full=5_000)
+METRICS_PORT = 20_000 + random.randrange(20_000)
 
 
 class Cdc:
     """One ``graphrag cdc`` process (its own session), logging to a file."""
 
-    def __init__(self, env: dict[str, str], log_path: Path) -> None:
-        self.env, self.log_path = env, log_path
+    def __init__(self, env: dict[str, str], log_path: Path, *args: str) -> None:
+        self.env, self.log_path, self.args = env, log_path, args
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> Cdc:
         with self.log_path.open("ab") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-c", "from worker.cli import main; main()", "cdc"], env=self.env,
+                [sys.executable, "-c", "from worker.cli import main; main()", "cdc", *self.args],
+                env=self.env,
                 cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 start_new_session=True)
         return self
@@ -95,8 +98,9 @@ class Site:
     folder: Path
     started: list[Cdc]
 
-    def cdc(self) -> Cdc:
-        process = Cdc(worker_env(self.env), self.folder / f"cdc-{len(self.started)}.log").start()
+    def cdc(self, *args: str) -> Cdc:
+        log = self.folder / f"cdc-{len(self.started)}.log"
+        process = Cdc(worker_env(self.env), log, *args).start()
         self.started.append(process)
         return process
 
@@ -157,8 +161,15 @@ def _load_2026(engine: Any) -> None:
 def tree(binlog_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     folder = tmp_path_factory.mktemp("cdc-2025")
     with running(binlog_server, folder, "doughnut-2025", _load_2025) as site:
-        site.cdc().await_line("following the log")
+        site.cdc("--metrics-port", str(METRICS_PORT)).await_line("following the log")
         yield site
+
+
+def _metric(name: str) -> float:
+    text_ = httpx.get(f"http://127.0.0.1:{METRICS_PORT}/metrics", timeout=5).text
+    found = re.search(rf"^{name} ([0-9.e+-]+)$", text_, re.M)
+    assert found, f"{name} not exposed"
+    return float(found.group(1))
 
 
 def _tree_problems(site: Site) -> str:
@@ -183,6 +194,9 @@ def test_every_kind_of_sql_edit_reaches_the_snapshots(tree: Site) -> None:
     assert _tree_problems(tree) == ""
     shown = tree.wiring.cache.read(SnapshotKey(12, "wavefront", 0)) or b""
     assert b"Title by SQL" in shown
+    assert _metric("graphrag_cdc_transactions_total") >= 5 and _metric("graphrag_cdc_events_total") >= 7
+    wait_until(lambda: _metric("graphrag_cdc_behind_seconds") < 2, timeout_s=10,
+               what="the lag gauge says caught up")
 
 
 def test_a_rolled_back_transaction_changes_nothing(tree: Site) -> None:

@@ -137,3 +137,17 @@ def test_unwatched_tables_and_empty_transactions_give_nothing() -> None:
     assert events_of([Row("other", "insert", None, {"id": 1})], model="tree", occurred_at=AT) == []
     assert events_of([Row("other", "insert", None, {"id": 1})], model="wiki", occurred_at=AT) == []
     assert events_of([], model="wiki", occurred_at=AT) == []
+
+
+@pytest.mark.parametrize(("ours", "server", "expected"), [
+    ("gtid:0-1-10", "gtid:0-1-10", (0, None)),
+    ("gtid:0-1-10", "gtid:0-1-25", (15, None)),
+    ("gtid:0-1-10,1-2-3", "gtid:0-1-12,1-2-9,2-3-1", (9, None)),
+    ("file:bin.000002:400", "file:bin.000002:1400", (None, 1000)),
+    ("file:bin.000002:400", "file:bin.000003:100", (None, None)),
+    ("gtid:0-1-1", "file:bin.000001:4", (None, None)),
+])
+def test_the_lag_between_two_positions(ours: str, server: str, expected: tuple[Any, Any]) -> None:
+    from worker.cdc_lag import distance
+
+    assert distance(ours, server) == expected
