@@ -192,9 +192,9 @@ class DirtyQueue(Protocol):
 
     def take(self, limit: int, *, shard: int | None = None,
              settled_before_ms: float = float("inf")) -> list[tuple[int, float]]:
-        """Up to ``limit`` oldest (id, score) pairs dirtied before ``settled_before_ms``, kept in the
-        set: urgent ones only while the shard has any, else wide ones; ``shard=None``: from every
-        shard, urgent ones first."""
+        """Up to ``limit`` (id, score) pairs dirtied before ``settled_before_ms``, kept in the set:
+        the oldest urgent ones first, the batch filled up with the oldest wide ones (of one shard,
+        or with ``shard=None`` of every shard)."""
 
     def done(self, taken: Sequence[tuple[int, float]]) -> int:
         """Remove the pairs whose score is unchanged since ``take``; how many were removed."""

@@ -246,7 +246,7 @@ class MemoryDirtySet:
         with self.state.lock:
             self.state.check()
             urgent, wide = self._lanes(shard, settled_before_ms)
-            return (urgent + wide if shard is None else urgent or wide)[:limit]
+            return (urgent + wide)[:limit]
 
     def done(self, taken: Sequence[tuple[int, float]]) -> int:
         with self.state.lock:

@@ -41,9 +41,15 @@ class DirtyQueueContract:
     def test_the_urgent_lane_is_served_before_older_wide_ids(self, dirty: Any) -> None:
         dirty.add([1, 5, 9], now_ms=1_000)
         dirty.add([13], now_ms=2_000, urgent=True)
-        assert dirty.take(10, shard=1) == [(13, 2_000.0)]
+        assert dirty.take(2, shard=1) == [(13, 2_000.0), (1, 1_000.0)]
+        assert dirty.take(10, shard=1) == [(13, 2_000.0), (1, 1_000.0), (5, 1_000.0), (9, 1_000.0)]
         assert dirty.done([(13, 2_000.0)]) == 1
         assert dirty.take(10, shard=1) == [(1, 1_000.0), (5, 1_000.0), (9, 1_000.0)]
+
+    def test_a_full_urgent_batch_leaves_the_wide_lane_waiting(self, dirty: Any) -> None:
+        dirty.add([1], now_ms=500)
+        dirty.add([5, 9], now_ms=2_000, urgent=True)
+        assert dirty.take(2, shard=1) == [(5, 2_000.0), (9, 2_000.0)]
 
     def test_an_urgent_add_moves_a_wide_id_and_the_old_score_no_longer_removes_it(
             self, dirty: Any) -> None:
@@ -58,7 +64,7 @@ class DirtyQueueContract:
         dirty.add([2], now_ms=1_000, urgent=True)
         dirty.add([6], now_ms=500)
         dirty.add([2], now_ms=3_000)
-        assert dirty.take(10, shard=2) == [(2, 3_000.0)]
+        assert dirty.take(10, shard=2) == [(2, 3_000.0), (6, 500.0)]  # still ahead of the older 6
         assert dirty.size() == 2
 
     def test_taking_from_every_shard_gives_urgent_ids_first_then_the_oldest(self, dirty: Any) -> None:
