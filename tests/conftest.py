@@ -28,6 +28,9 @@ from storage.database import open_engine
 from storage.profiles import admin_2025
 from storage.profiles.doughnut_2025 import Doughnut2025
 
+#: The throw-away services (a local Redis Cluster, private RabbitMQ vhosts) for every directory.
+pytest_plugins = ("tests.services.plugin",)
+
 MYSQL_URL_ENV = "GRAPHRAG_TEST_MYSQL_URL"
 DEFAULT_MYSQL_URL = "mysql+pymysql://root@127.0.0.1:3306"
 BACKENDS = ("sqlite", pytest.param("mariadb", marks=pytest.mark.mariadb))

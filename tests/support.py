@@ -23,6 +23,7 @@ from graphrag import (
     run_batch,
 )
 from storage.records import TreeNote
+from storage.redis.client import mget
 
 NOW_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 DAY_MS = 86_400_000
@@ -155,4 +156,4 @@ def compute(
 def drain_lock_tokens(redis: Any, keys: Any) -> set[bytes]:
     """The tokens of every shard's drain lock held right now (``<prefix>:flag:lock:drain:<shard>``)."""
     names = list(redis.scan_iter(match=keys.flag("lock:drain:*"), count=1000))
-    return {token for token in (redis.mget(names) if names else []) if token is not None}
+    return {token for token in mget(redis, names) if token is not None}

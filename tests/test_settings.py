@@ -36,3 +36,17 @@ def test_focus_context_dedupe_reaches_the_algorithm_and_the_config_hash() -> Non
 def test_a_bad_dedupe_value_names_the_variable() -> None:
     with pytest.raises(ConfigurationError, match="GRAPHRAG_FOCUS_CONTEXT_DEDUPE"):
         load_settings(focus_context_dedupe="sometimes")
+
+
+def test_the_broker_cannot_be_the_redis_cluster() -> None:
+    with pytest.raises(ConfigurationError, match="the broker cannot be the Redis Cluster"):
+        load_settings(redis_cluster=True, redis_url="redis://10.0.0.5:7000/0",
+                      broker_url="redis://10.0.0.5:7000/1")
+    ok = load_settings(redis_cluster=True, redis_url="redis://10.0.0.5:7000/0",
+                       broker_url="amqp://guest:guest@10.0.0.9:5672/")
+    assert ok.redis_cluster
+
+
+def test_an_unknown_broker_scheme_names_the_variable() -> None:
+    with pytest.raises(ConfigurationError, match="BROKER_URL: the broker must be Redis or RabbitMQ"):
+        load_settings(broker_url="kafka://127.0.0.1:9092")

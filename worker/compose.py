@@ -89,7 +89,8 @@ class Wiring:
     @cached_property
     def client(self) -> Any:
         return self._client or build_client(self.settings.redis_url,
-                                            timeout_ms=self.settings.redis_timeout_ms)
+                                            timeout_ms=self.settings.redis_timeout_ms,
+                                            cluster=self.settings.redis_cluster)
 
     @cached_property
     def keys(self) -> Keys:

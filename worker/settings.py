@@ -48,6 +48,8 @@ class Settings(BaseSettings):
     redis_url: str = "redis://127.0.0.1:6379/0"
     redis_prefix: str = Field(default="graphrag:v1", min_length=1)
     redis_timeout_ms: int = Field(default=500, ge=10, le=60_000)
+    #: The snapshot cache is a Redis Cluster; ``GRAPHRAG_REDIS_URL`` names any of its nodes.
+    redis_cluster: bool = False
     #: strategies kept as snapshots; None: the default strategy only
     strategies: Annotated[tuple[str, ...] | None, NoDecode] = None
     layered_limits: Annotated[tuple[int, ...], NoDecode] = (2500, 5000)
@@ -147,6 +149,15 @@ class Settings(BaseSettings):
         return strategy_names(model)[0]
 
     @model_validator(mode="after")
+    def _broker_not_on_the_cluster(self) -> Settings:
+        same = self.broker_url.partition("://")[2].split("/")[0] == \
+            self.redis_url.partition("://")[2].split("/")[0]
+        if self.redis_cluster and self.broker_url.startswith(("redis:", "rediss:")) and same:
+            raise ValueError("CELERY_BROKER_URL: the broker cannot be the Redis Cluster (Celery has no "
+                             "cluster transport); use RabbitMQ or a separate Redis")
+        return self
+
+    @model_validator(mode="after")
     def _ttls_in_order(self) -> Settings:
         if self.soft_ttl_s > self.hard_ttl_s:
             raise ValueError("GRAPHRAG_SOFT_TTL_S must not exceed GRAPHRAG_HARD_TTL_S")
@@ -172,6 +183,6 @@ def load_settings(**overrides: object) -> Settings:
             raise ConfigurationError(str(first["msg"]).removeprefix("Value error, ")) from err
         field = str(first["loc"][0])
         name = field if field.isupper() else f"GRAPHRAG_{field.upper()}"
-        raise ConfigurationError(f"{name}: {first['msg']}") from err
+        raise ConfigurationError(f"{name}: {str(first['msg']).removeprefix('Value error, ')}") from err
     except ValueError as err:
         raise ConfigurationError(str(err)) from err

@@ -68,7 +68,7 @@ from typing import Any
 from redis.exceptions import NoScriptError, ResponseError
 
 from service.envelope import Envelope, SnapshotKey
-from storage.redis.client import UNAVAILABLE, translated, unavailable
+from storage.redis.client import UNAVAILABLE, mget, translated, unavailable
 from storage.redis.keys import DEFAULT_PREFIX, Keys
 from storage.redis.scripts import BUMP_LUA, DELETE_LUA, INDEX_LUA, STAMP_LUA, WRITE_LUA
 
@@ -157,7 +157,7 @@ class RedisCache:
                     chosen.append(key)
                 elif (slot := rng.randrange(seen + 1)) < count:
                     chosen[slot] = key
-            values = self.redis.mget(chosen) if chosen else []
+            values = mget(self.redis, chosen)
         return [v for v in values if isinstance(v, bytes)]
 
     def dependents(self, note_ids: Iterable[int | str]) -> set[int]:
@@ -185,7 +185,8 @@ class RedisCache:
         """Advance each note's generation (strictly increasing even across key loss); pipelined."""
         ids = list(dict.fromkeys(note_ids))
         replies = self._execute(lambda p: [
-            p.evalsha(self._bump.sha, 1, self.keys.generation(i), self.index_ttl_ms) for i in ids
+            p.execute_command("EVALSHA", self._bump.sha, 1, self.keys.generation(i),
+                              self.index_ttl_ms) for i in ids
         ])
         return {i: int(v) for i, v in zip(ids, replies, strict=True)}
 
@@ -201,17 +202,16 @@ class RedisCache:
             seq = int(self.redis.incr(self.keys.seq()))
         ttl_ms = self.touched_ttl_s * 1000
         self._execute(lambda p: [
-            p.evalsha(self._stamp.sha, 1, self.keys.touched(i), seq, ttl_ms) for i in ids
+            p.execute_command("EVALSHA", self._stamp.sha, 1, self.keys.touched(i), seq, ttl_ms)
+            for i in ids
         ])
         return seq
 
     def touched_since(self, note_ids: Iterable[int | str], seq: int) -> set[Any]:
         """The notes whose latest edit stamp is newer than ``seq``."""
         ids = list(dict.fromkeys(note_ids))
-        chunks = [ids[at : at + _MGET_CHUNK] for at in range(0, len(ids), _MGET_CHUNK)]
-        replies = self._execute(lambda p: [p.mget([self.keys.touched(i) for i in chunk])
-                                           for chunk in chunks])
-        stamps = [v for reply in replies for v in reply]
+        with translated():
+            stamps = mget(self.redis, [self.keys.touched(i) for i in ids], chunk=_MGET_CHUNK)
         return {i for i, v in zip(ids, stamps, strict=True) if int(v or 0) > seq}
 
     # -- writes ---------------------------------------------------------------------------------
@@ -242,7 +242,8 @@ class RedisCache:
         script_keys = [self.keys.generation(note_id), self.keys.shows(note_id), *names]
         arg = -1 if generation is None else generation
         sha = self._delete.sha
-        reply = self._execute(lambda p: p.evalsha(sha, len(script_keys), *script_keys, arg))[0]
+        reply = self._execute(
+            lambda p: p.execute_command("EVALSHA", sha, len(script_keys), *script_keys, arg))[0]
         if int(reply[0]) != 1:
             return False
         self._unindex({note_id: _ids(reply[2:])})
@@ -262,8 +263,8 @@ class RedisCache:
         for env in envelopes:
             focus = env.note_id
             key = self._snapshot_key(env.key)
-            pipe.evalsha(
-                self._write.sha, 3, key, self.keys.generation(focus), self.keys.shows(focus),
+            pipe.execute_command(
+                "EVALSHA", self._write.sha, 3, key, self.keys.generation(focus), self.keys.shows(focus),
                 env.encode(), env.generation, self.hard_ttl_s * 1000, self.index_ttl_ms,
                 _id_list(env.depends_on),
             )
@@ -273,7 +274,7 @@ class RedisCache:
         for x, foci in foci_by_shown.items():
             members = list(foci)
             for at in range(0, len(members), _INDEX_CHUNK):
-                pipe.evalsha(self._index.sha, 1, self.keys.dep(x), self.index_ttl_ms,
+                pipe.execute_command("EVALSHA", self._index.sha, 1, self.keys.dep(x), self.index_ttl_ms,
                              *members[at : at + _INDEX_CHUNK])
 
     def _unindex(self, stale: Mapping[int, Collection[Any]]) -> None:

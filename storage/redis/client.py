@@ -1,31 +1,49 @@
 """Building the Redis client, and translating redis-py errors at the seam.
 
-Availability errors (connection refused or lost, timeouts, a read-only replica, out of memory)
-leave as :class:`~graphrag.errors.CacheUnavailable`; the message names the cause, never a password.
-The client uses short timeouts and one quick retry: a reader must fail over to a live compute fast.
+Availability errors (connection refused or lost, timeouts, a read-only replica, out of memory, a
+cluster that is down or has a slot uncovered) leave as :class:`~graphrag.errors.CacheUnavailable`;
+the message names the cause, never a password. The client uses short timeouts and one quick retry:
+a reader must fail over to a live compute fast.
+
+On a Redis Cluster (``GRAPHRAG_REDIS_CLUSTER=true``) the client is a ``RedisCluster`` started from any
+node's URL. Every multi-key command the adapters send stays within one slot: a note's keys share its
+hash tag, a dirty shard's lanes theirs, and reads of many notes' keys go through :func:`mget`, which
+sends one MGET per slot on a cluster. Pipelines are never transactional across keys, and scripts go
+through ``EVALSHA`` routed by their first key.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 import redis
 from redis.backoff import ExponentialBackoff
-from redis.exceptions import OutOfMemoryError, ReadOnlyError
+from redis.cluster import RedisCluster
+from redis.commands.core import Script
+from redis.crc import key_slot
+from redis.exceptions import (
+    ClusterDownError,
+    ClusterError,
+    OutOfMemoryError,
+    ReadOnlyError,
+    RedisClusterException,
+    SlotNotCoveredError,
+)
 from redis.retry import Retry
 
 from graphrag.errors import CacheUnavailable, ConfigurationError
 
 __all__ = [
-    "UNAVAILABLE", "build_client", "delete_prefix", "emulated_client", "reachable", "translated",
-    "unavailable",
+    "UNAVAILABLE", "build_client", "delete_prefix", "emulated_client", "is_cluster", "mget",
+    "reachable", "translated", "unavailable",
 ]
 
 #: The redis-py errors that mean "the cache cannot answer now" (retry later, or go live).
 UNAVAILABLE: tuple[type[Exception], ...] = (
-    redis.ConnectionError, redis.TimeoutError, ReadOnlyError, OutOfMemoryError,
+    redis.ConnectionError, redis.TimeoutError, ReadOnlyError, OutOfMemoryError, ClusterDownError,
+    ClusterError, SlotNotCoveredError, RedisClusterException,
 )
 
 
@@ -42,17 +60,75 @@ def translated() -> Iterator[None]:
         raise unavailable(err) from err
 
 
-def build_client(url: str, *, timeout_ms: int = 500) -> Any:
-    """A Redis client with short timeouts and one quick retry (``decode_responses=False``)."""
+def build_client(url: str, *, timeout_ms: int = 500, cluster: bool = False) -> Any:
+    """A Redis client with short timeouts and one quick retry (``decode_responses=False``); a
+    ``RedisCluster`` discovering its nodes from ``url`` when ``cluster``, connecting lazily."""
     timeout_s = timeout_ms / 1000
+    retry = Retry(ExponentialBackoff(cap=0.05, base=0.005), retries=1)
     try:
-        return redis.Redis.from_url(
-            url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s,
-            retry=Retry(ExponentialBackoff(cap=0.05, base=0.005), retries=1),
-            health_check_interval=30,
-        )
+        if cluster:
+            return _LazyCluster(url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s,
+                                retry=retry)
+        return redis.Redis.from_url(url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s,
+                                    retry=retry, health_check_interval=30)
     except ValueError as err:
         raise ConfigurationError(f"GRAPHRAG_REDIS_URL: {err}") from err
+
+
+_CONNECT_ERRORS: tuple[type[Exception], ...] = (*UNAVAILABLE, redis.RedisError)
+
+
+class _LazyCluster:
+    """A ``RedisCluster`` made at its first use: redis-py's constructor already asks the cluster for
+    its slots, and a process must be able to start (and compute live) while the cluster is down."""
+
+    def __init__(self, url: str, **options: Any) -> None:
+        self._url, self._options = url, options
+        self._client: RedisCluster | None = None
+
+    def _real(self) -> RedisCluster:
+        if self._client is None:
+            try:
+                self._client = RedisCluster.from_url(self._url, **self._options)
+            except _CONNECT_ERRORS as err:  # e.g. "Redis Cluster cannot be connected"
+                raise unavailable(err) from err
+        return self._client
+
+    def register_script(self, script: str) -> Script:
+        """A script object (its SHA computed here from the bytes) without asking the cluster anything
+        yet."""
+        return Script(self, script.encode())  # type: ignore[arg-type]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real(), name)
+
+
+def is_cluster(client: Any) -> bool:
+    """Whether ``client`` talks to a Redis Cluster (also through a wrapper that forwards to one)."""
+    return isinstance(client, RedisCluster | _LazyCluster) or callable(getattr(client, "keyslot", None))
+
+
+def mget(client: Any, keys: Sequence[str | bytes], *, chunk: int = 500) -> list[Any]:
+    """``MGET keys`` in key order, in one pipelined round of MGETs of at most ``chunk`` keys; on a
+    cluster (which refuses an MGET spanning slots) each MGET holds the keys of one slot."""
+    if not keys:
+        return []
+    groups: dict[int, list[int]] = {}
+    if is_cluster(client):
+        for at, key in enumerate(keys):
+            groups.setdefault(key_slot(key if isinstance(key, bytes) else key.encode()), []).append(at)
+    else:
+        groups[0] = list(range(len(keys)))
+    parts = [members[at : at + chunk] for members in groups.values()
+             for at in range(0, len(members), chunk)]
+    pipe = client.pipeline(transaction=False)
+    for part in parts:
+        pipe.execute_command("MGET", *(keys[at] for at in part))
+    out: list[Any] = [None] * len(keys)
+    for part, reply in zip(parts, pipe.execute(), strict=True):
+        for at, value in zip(part, reply, strict=True):
+            out[at] = value
+    return out
 
 
 def reachable(client: Any) -> bool:

@@ -14,6 +14,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
+
 from service.envelope import SnapshotKey, decode_envelope
 from storage.memory import (
     MemoryCache,
@@ -24,12 +26,15 @@ from storage.memory import (
     MemoryState,
 )
 from storage.redis.cache import RedisCache
+from storage.redis.client import build_client, delete_prefix
 from storage.redis.coordination import RedisCoordination
 from storage.redis.keys import Keys
 from storage.redis.positions import RedisPositions
 from storage.redis.progress import RedisProgress
 from storage.redis.queue import RedisDirtySet
-from tests.redis.readers import fake_redis, index_mismatches, real_redis, unreachable_redis
+from tests.redis.readers import fake_redis, free_port, index_mismatches, real_redis, unreachable_redis
+from tests.services import ServiceUnavailable
+from tests.services.redis_cluster import shared_cluster
 
 __all__ = ["CacheBackend", "MemoryBackend", "RedisBackend", "backend_named"]
 
@@ -150,15 +155,38 @@ class RedisBackend(CacheBackend):
 
 @contextmanager
 def backend_named(name: str, *, connected: bool = True) -> Iterator[CacheBackend]:
-    """A fresh, isolated backend: ``memory``, ``fakeredis`` or ``redis`` (the real one);
+    """A fresh, isolated backend: ``memory``, ``fakeredis``, ``redis`` (the real one) or ``cluster``
+    (the test process's local 3-primary Redis Cluster, through the service's own client);
     ``connected=False`` gives one whose every call fails as an unreachable Redis does."""
     prefix = f"graphrag-test:{uuid.uuid4().hex}:v1"
     if name == "memory":
         yield MemoryBackend(MemoryState(down=not connected))
     elif name == "fakeredis":
         yield RedisBackend(fake_redis(connected=connected), prefix, name)
+    elif name == "cluster":
+        with cluster_client(connected) as client:
+            yield RedisBackend(client, prefix, name)
+            if connected:
+                delete_prefix(client, prefix)
     elif not connected:
         yield RedisBackend(unreachable_redis(), prefix, name)
     else:
         with real_redis(prefix) as client:
             yield RedisBackend(client, prefix, name)
+
+
+@contextmanager
+def cluster_client(connected: bool = True) -> Iterator[Any]:
+    """The service's cluster client on the shared local cluster (or on a port nothing listens on)."""
+    if not connected:
+        yield build_client(f"redis://127.0.0.1:{free_port()}", timeout_ms=200, cluster=True)
+        return
+    try:
+        url = shared_cluster().startup_url
+    except ServiceUnavailable as err:
+        pytest.fail(str(err), pytrace=False)
+    client = build_client(url, timeout_ms=5_000, cluster=True)
+    try:
+        yield client
+    finally:
+        client.close()

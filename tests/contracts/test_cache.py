@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 import pytest
 import redis
+from redis.exceptions import RedisClusterException
 
 import graphrag
 from graphrag import CharsCounter, Costing, Request, StrategyParams, config_hash
@@ -249,7 +250,8 @@ class CacheContract:
                 with pytest.raises(CacheUnavailable) as caught:
                     call()
                 if self.backend_name != "memory":  # a driver error, translated at the seam
-                    assert isinstance(caught.value.__cause__, redis.ConnectionError | redis.TimeoutError)
+                    assert isinstance(caught.value.__cause__, redis.ConnectionError | redis.TimeoutError
+                                      | RedisClusterException)
 
     # -- rebuild end to end -----------------------------------------------------------------------
     def test_rebuild_stores_live_bytes_and_slices_equal_live_computes(
@@ -429,3 +431,8 @@ class TestFakeRedisCache(RedisCacheContract):
 @pytest.mark.redis
 class TestRealRedisCache(RedisCacheContract):
     backend_name = "redis"
+
+
+@pytest.mark.redis
+class TestClusterCache(RedisCacheContract):
+    backend_name = "cluster"

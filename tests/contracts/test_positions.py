@@ -53,3 +53,8 @@ class TestRealRedisPositions(PositionStoreContract):
     def test_the_position_has_no_ttl(self, backend: Any) -> None:
         backend.positions().put("gtid:0-1-5")
         assert backend.client.ttl(backend.keys.cdc_position()) == -1
+
+
+@pytest.mark.redis
+class TestClusterPositions(PositionStoreContract):
+    backend_name = "cluster"

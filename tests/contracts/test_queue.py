@@ -150,3 +150,8 @@ class TestFakeRedisDirtyQueue(RedisDirtyQueueContract):
 @pytest.mark.redis
 class TestRealRedisDirtyQueue(RedisDirtyQueueContract):
     backend_name = "redis"
+
+
+@pytest.mark.redis
+class TestClusterDirtyQueue(RedisDirtyQueueContract):
+    backend_name = "cluster"

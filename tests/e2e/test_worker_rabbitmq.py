@@ -31,7 +31,6 @@ from tests.e2e.conftest import FIGURES, LATENCIES, Workers, connect, redis_url, 
 from tests.e2e.test_worker_e2e import hand_graph
 from tests.reliability.harness import SECRET, TOKEN, now_iso, post_events, settings_from
 from tests.reliability.support import graphrag
-from tests.services.plugin import rabbitmq_module_url  # noqa: F401  (the fixture)
 from tests.services.rabbitmq import rabbitmqctl
 from worker.celery_app import create_celery, queue_size
 from worker.compose import Wiring
@@ -58,8 +57,7 @@ class Site:
 
 
 @pytest.fixture(scope="module")
-def site(rabbitmq_module_url: str, tmp_path_factory: pytest.TempPathFactory  # noqa: F811
-         ) -> Iterator[Site]:
+def site(rabbitmq_module_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     base = redis_url()
     connect(base, "the snapshot store").close()
     with mariadb_database() as db_url:

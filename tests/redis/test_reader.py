@@ -35,7 +35,9 @@ from service.metrics import ReaderMetrics
 from service.reader import ReaderConfig, Served, SnapshotReader
 from service.rebuild import rebuild
 from storage.redis.cache import RedisCache
+from storage.redis.client import delete_prefix
 from storage.redis.coordination import RedisCoordination
+from tests.contracts.backends import cluster_client
 from tests.redis.readers import (
     DELETED_LINK,
     DELETED_NOTE,
@@ -568,3 +570,18 @@ class TestReaderRealRedis(ReaderContract):
 
     def unreachable(self) -> redis.Redis:
         return unreachable_redis()
+
+
+@pytest.mark.redis
+class TestReaderRedisCluster(ReaderContract):
+    """The same contract on the test process's local 3-primary Redis Cluster."""
+
+    @pytest.fixture
+    def client(self, prefix: str) -> Iterator[redis.Redis]:
+        with cluster_client() as client:
+            yield client
+            delete_prefix(client, prefix)
+
+    def unreachable(self) -> redis.Redis:
+        with cluster_client(connected=False) as client:
+            return client  # type: ignore[no-any-return]

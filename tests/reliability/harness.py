@@ -55,6 +55,7 @@ from service.context import ContextService
 from service.envelope import Envelope, decode_envelope
 from storage.database import open_engine
 from storage.redis.cache import RedisCache as SnapshotStore
+from storage.redis.client import mget
 from storage.redis.queue import RedisDirtySet as DirtySet
 from tests.conftest import mariadb_database, url_string
 from tests.e2e.conftest import Workers, broker_database, connect, redis_url, wait_until, worker_env
@@ -538,13 +539,8 @@ class CheckReport:
 
 def snapshot_values(client: redis.Redis, prefix: str) -> dict[str, bytes]:
     keys = sorted(client.scan_iter(match=f"{prefix}:snap:*", count=1000))
-    out: dict[str, bytes] = {}
-    for start in range(0, len(keys), 500):
-        chunk = keys[start : start + 500]
-        for key, value in zip(chunk, client.mget(chunk), strict=True):
-            if value is not None:
-                out[key.decode()] = value
-    return out
+    return {key.decode(): value for key, value in zip(keys, mget(client, keys), strict=True)
+            if value is not None}
 
 
 def check_snapshots(engine: Engine, store: SnapshotStore, settings: Settings,

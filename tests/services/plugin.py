@@ -25,7 +25,7 @@ from redis.cluster import RedisCluster
 
 from tests.services import ServiceUnavailable
 from tests.services.rabbitmq import rabbitmq_vhost
-from tests.services.redis_cluster import ClusterInfo, redis_cluster
+from tests.services.redis_cluster import ClusterInfo, shared_cluster
 
 __all__ = [
     "cluster_client",
@@ -53,9 +53,12 @@ def entered(manager: Callable[[], AbstractContextManager[T]]) -> Iterator[T]:
 
 
 @pytest.fixture(scope="session")
-def redis_cluster_info(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterInfo]:
-    """A 3-primary local Redis Cluster shared by the session (stopped and removed at its end)."""
-    yield from entered(lambda: redis_cluster(tmp_path_factory.mktemp("cluster"), masters=3))
+def redis_cluster_info() -> ClusterInfo:
+    """A 3-primary local Redis Cluster shared by the test process (stopped and removed at its exit)."""
+    try:
+        return shared_cluster()
+    except ServiceUnavailable as err:
+        pytest.fail(str(err), pytrace=False)
 
 
 @pytest.fixture(scope="session")

@@ -18,11 +18,13 @@ as ``--port`` / ``--cluster-port`` (Redis 7.0 or newer), so nothing depends on `
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -180,3 +182,16 @@ def _log_tail(directory: Path, lines: int = 15) -> str:
         return "\n".join((directory / "redis.log").read_text(errors="replace").splitlines()[-lines:])
     except OSError:
         return "(no log written)"
+
+
+_SHARED: list[ClusterInfo] = []
+
+
+def shared_cluster() -> ClusterInfo:
+    """The test process's one 3-primary cluster, started at the first call and stopped when the
+    process exits (the session fixture and the contract backends share it)."""
+    if not _SHARED:
+        manager = redis_cluster(Path(tempfile.mkdtemp(prefix="graphrag-test-cluster-")))
+        _SHARED.append(manager.__enter__())
+        atexit.register(manager.__exit__, None, None, None)
+    return _SHARED[0]
