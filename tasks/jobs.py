@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -24,7 +25,8 @@ from service.events import NoteEvent, record_events
 from service.ports import Lease
 from tasks.runtime import Runtime, current
 
-__all__ = ["drain", "nightly_dispatch", "process_events", "rebuild_batch", "schedule_drain", "sweep"]
+__all__ = ["delay_options", "drain", "nightly_dispatch", "process_events", "rebuild_batch",
+           "schedule_drain", "sweep"]
 
 log = logging.getLogger("graphrag.tasks")
 DELIVERY: dict[str, Any] = {
@@ -39,11 +41,20 @@ DELIVERY: dict[str, Any] = {
 _DRAIN_FLAG_MS = 2_000
 
 
+def delay_options(delay_s: float, *, whole_seconds: bool) -> dict[str, Any]:
+    """``apply_async`` options delaying a task by ``delay_s``. A broker that delays in whole seconds
+    only (Celery refuses a shorter countdown on quorum queues) gets a sub-second delay as
+    ``kwargs={"wait_ms": ...}``, sent at once for the task to wait itself."""
+    if whole_seconds and 0 < delay_s < 1:
+        return {"kwargs": {"wait_ms": round(delay_s * 1000)}}
+    return {"countdown": delay_s} if delay_s > 0 else {}
+
+
 def schedule_drain(rt: Runtime, countdown_s: float | None = None) -> None:
     """Queue one drain unless one is already queued (coalesces bursts of events)."""
     if rt.coordination.claim_flag("drain", ttl_ms=_DRAIN_FLAG_MS):
         delay = rt.debounce_ms / 1000 if countdown_s is None else countdown_s
-        drain.apply_async(countdown=delay)
+        drain.apply_async(**delay_options(delay, whole_seconds=rt.whole_second_delays))
 
 
 @shared_task(name="graphrag.process_events", **DELIVERY)
@@ -57,10 +68,12 @@ def process_events(events: list[dict[str, Any]]) -> int:
 
 
 @shared_task(name="graphrag.drain", **DELIVERY)
-def drain() -> int:
+def drain(wait_ms: int = 0) -> int:
     """Rebuild dirty foci for a while, a batch at a time from a shard no other worker holds
     (service.drain.drain_session); asks for a second drain when more shards wait, so idle workers
-    join in, and re-queues itself while anything is left."""
+    join in, and re-queues itself while anything is left. ``wait_ms``: a delay the broker could
+    not keep (:func:`delay_options`)."""
+    time.sleep(wait_ms / 1000)
     rt = current()
     rt.coordination.clear_flag("drain")
     if len(rt.dirty.ready()) > 1:

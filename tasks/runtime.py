@@ -28,6 +28,8 @@ class Runtime:
     rebuild: Callable[[Iterable[int]], RebuildReport]
     clock_ms: Callable[[], int]
     bulk_backlog: Callable[[], int]
+    #: the broker delays tasks in whole seconds only (RabbitMQ's quorum queues; see worker.broker)
+    whole_second_delays: bool = False
     sibling_radius: int = 4
     drain_batch: int = 100
     debounce_ms: int = 50

@@ -2,7 +2,7 @@
 
 Delivery settings follow docs/architecture.md ("Delivery"): late acks, requeue on a lost worker
 process, prefetch 1, time limits well below the broker's visibility timeout, JSON only, no result
-backend, two queues.
+backend, two queues; what depends on the broker (Redis or RabbitMQ) is in :mod:`worker.broker`.
 Beat runs RedBeat (a Redis lock makes it single-instance, lock timeout 90 s) with the nightly full
 rebuild at ``GRAPHRAG_NIGHTLY_HOUR_UTC`` (expiring before the next run) and a dirty-set sweep.
 Clients are created per process after fork (``tasks.runtime``).
@@ -12,20 +12,23 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from functools import partial
 from typing import Any
 
 from celery import Celery
 from celery.schedules import crontab
-from celery.signals import worker_process_init, worker_ready
-from kombu.exceptions import ChannelError, OperationalError
+from celery.signals import worker_init, worker_process_init, worker_ready
+from kombu.exceptions import OperationalError
 
 from service.events import sibling_radius
+from service.ports import QueueDepth
 from tasks.jobs import sweep
 from tasks.runtime import Runtime, configure, current
+from worker.broker import KombuQueueDepth, broker_conf, declare_parking, is_amqp
 from worker.compose import Wiring, wall_ms
 from worker.settings import Settings
 
-__all__ = ["build_runtime", "create_celery", "queue_size"]
+__all__ = ["build_runtime", "create_celery"]
 
 log = logging.getLogger("graphrag.worker")
 
@@ -42,13 +45,14 @@ def create_celery(settings: Settings, *, redis_client: Any = None) -> Celery:
         task_routes={"graphrag.nightly_dispatch": {"queue": "bulk"},
                      "graphrag.rebuild_batch": {"queue": "bulk"}},
         task_serializer="json", accept_content=["json"], task_ignore_result=True,
-        broker_transport_options={"visibility_timeout": settings.visibility_timeout_s},
         broker_connection_timeout=2, broker_connection_retry_on_startup=True,
         timezone="UTC", enable_utc=True,
         beat_scheduler="redbeat.RedBeatScheduler", redbeat_redis_url=settings.redis_url,
         redbeat_redis_options={"socket_timeout": 5, "socket_connect_timeout": 5},
         redbeat_key_prefix=f"{settings.redis_prefix}:redbeat", redbeat_lock_timeout=90,
         beat_schedule=_schedule(settings),
+        **broker_conf(settings.broker_url, delivery_limit=settings.delivery_limit,
+                      visibility_timeout_s=settings.visibility_timeout_s),
     )
     configure(lambda: build_runtime(settings, celery, redis_client=redis_client))
     return celery
@@ -65,27 +69,27 @@ def _schedule(settings: Settings) -> dict[str, dict[str, object]]:
     }
 
 
-def queue_size(celery: Celery, queue: str) -> int:
-    """Messages waiting in ``queue`` (0 when it does not exist yet)."""
-    try:
-        with celery.connection_for_read() as conn:
-            return int(conn.default_channel.queue_declare(queue=queue, passive=True).message_count)
-    except ChannelError:
-        return 0
-
-
 def build_runtime(settings: Settings, celery: Celery, *, redis_client: Any = None) -> Runtime:
     """Everything the tasks of one worker process use, wired from ``settings``."""
     wiring = Wiring(settings, redis_client=redis_client)
+    queues: QueueDepth = KombuQueueDepth(celery)
     return Runtime(
         notes=wiring.source, snapshots=wiring.cache, dirty=wiring.dirty,
         coordination=wiring.coordination, progress=wiring.progress(),
         rebuild=wiring.rebuild, clock_ms=wall_ms,
-        bulk_backlog=lambda: queue_size(celery, "bulk"),
+        bulk_backlog=partial(queues.waiting, "bulk"),
+        whole_second_delays=is_amqp(settings.broker_url),
         sibling_radius=sibling_radius(wiring.strategies()),
         debounce_ms=settings.debounce_ms, max_bulk_backlog=settings.max_bulk_backlog,
         rebuild_page=settings.rebuild_page,
     )
+
+
+@worker_init.connect
+def _declare_parking(sender: Any = None, **_: object) -> None:
+    """RabbitMQ: the parking queues exist before the first poison message is dead-lettered."""
+    if sender is not None:
+        declare_parking(sender.app)
 
 
 @worker_process_init.connect

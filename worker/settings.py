@@ -10,6 +10,7 @@ import base64
 import binascii
 from pathlib import Path
 from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -20,6 +21,7 @@ from graphrag.errors import ConfigurationError
 __all__ = ["DEFAULT_DATABASE_URL", "Settings", "load_settings"]
 
 DEFAULT_DATABASE_URL = "sqlite:///graphrag.db"
+_BROKER_SCHEMES = ("redis", "rediss", "sentinel", "amqp", "amqps", "pyamqp", "memory")
 
 
 class Settings(BaseSettings):
@@ -60,6 +62,8 @@ class Settings(BaseSettings):
         default="redis://127.0.0.1:6379/1",
         validation_alias=AliasChoices("CELERY_BROKER_URL", "GRAPHRAG_BROKER_URL", "broker_url"),
     )
+    #: RabbitMQ: deliveries of one message before it is parked (worker.broker)
+    delivery_limit: int = Field(default=5, ge=1, le=1000)
     debounce_ms: int = Field(default=50, ge=0, le=60_000)
     #: Shards of the dirty set: how many workers can drain edits at once (docs/architecture.md).
     dirty_shards: int = Field(default=16, ge=1, le=256)
@@ -77,6 +81,21 @@ class Settings(BaseSettings):
             if not parts:
                 raise ValueError("needs at least one value, e.g. 0 or 0,1,2")
             return parts
+        return value
+
+    @field_validator("broker_url")
+    @classmethod
+    def _usable_broker(cls, value: str) -> str:
+        parts = urlsplit(value)
+        if parts.scheme not in _BROKER_SCHEMES:
+            raise ValueError(f"unsupported scheme {parts.scheme or value!r}; use "
+                             "redis://host:6379/N or amqp://user:password@host:5672/vhost")
+        try:
+            port_ok = parts.port != 0
+        except ValueError:  # not a number
+            port_ok = False
+        if parts.scheme != "memory" and not (parts.hostname and port_ok):
+            raise ValueError(f"bad host or port {parts.netloc.rpartition('@')[2]!r}")  # no password
         return value
 
     @field_validator("webhook_secret")
@@ -153,6 +172,6 @@ def load_settings(**overrides: object) -> Settings:
             raise ConfigurationError(str(first["msg"]).removeprefix("Value error, ")) from err
         field = str(first["loc"][0])
         name = field if field.isupper() else f"GRAPHRAG_{field.upper()}"
-        raise ConfigurationError(f"{name}: {first['msg']}") from err
+        raise ConfigurationError(f"{name}: {str(first['msg']).removeprefix('Value error, ')}") from err
     except ValueError as err:
         raise ConfigurationError(str(err)) from err

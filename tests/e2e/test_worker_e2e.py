@@ -6,7 +6,8 @@ grandchildren, link notes across it) that the edit tests work on, and a generate
 notes that gives the SIGKILL test several drain batches to interrupt. Every note has snapshots for
 all three strategies, two seeds and layered's two tokenLimits (8 per note), written first by a full
 rebuild in this process. The HTTP app (:func:`worker.server.build_http_app`) runs in-process under
-TestClient and enqueues to the real broker; the worker is ``celery -A worker.app worker``.
+TestClient and enqueues to the real broker; the worker is ``celery -A worker.app worker``. Every test
+of the running system runs twice, once per broker: Redis, and RabbitMQ in a private vhost.
 
 Each edit is made as Doughnut makes it: the SQL change is committed, then the signed webhook is sent.
 The tests then poll Redis (bounded) until every affected snapshot shows the change.
@@ -51,6 +52,8 @@ from tests.e2e.conftest import (
     wait_until,
     worker_env,
 )
+from tests.services.plugin import entered
+from tests.services.rabbitmq import rabbitmq_vhost
 from tests.storage.graphs import all_uris
 from tests.support import DAY_MS, NOW_MS, Graph, drain_lock_tokens
 from worker.compose import Wiring
@@ -201,11 +204,22 @@ class System:
         return latency
 
 
+@pytest.fixture(scope="module", params=["redis", pytest.param("rabbitmq", marks=pytest.mark.rabbitmq)])
+def broker_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Every test of the running system runs once per broker: a Redis database of its own, or
+    RabbitMQ in a private vhost (durable quorum queues, publisher confirms, a delivery limit)."""
+    if request.param == "redis":
+        with broker_database(redis_url()) as url:
+            yield url
+    else:
+        yield from entered(rabbitmq_vhost)
+
+
 @pytest.fixture(scope="module")
-def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[System]:
+def system(tmp_path_factory: pytest.TempPathFactory, broker_url: str) -> Iterator[System]:
     base_redis = redis_url()
     connect(base_redis, "the snapshot store").close()
-    with mariadb_database() as db_url, broker_database(base_redis) as broker_url:
+    with mariadb_database() as db_url:
         database_url = url_string(db_url)
         engine = open_engine(database_url)
         create_tables(engine)
