@@ -174,10 +174,21 @@ def test_the_two_redis_roles_are_wired_to_the_right_instance(
     for name in PROJECT_SERVICES:
         env = environment(services[name])
         assert env["GRAPHRAG_REDIS_URL"].startswith("redis://redis-cache:"), name
-        assert env["CELERY_BROKER_URL"].startswith("redis://redis-broker:"), name
+        assert env["CELERY_BROKER_URL"].split(":-", 1)[-1].startswith("redis://redis-broker:"), name
         assert env["GRAPHRAG_DATABASE_URL"].split(":-", 1)[-1].startswith("mysql+pymysql://"), name
     flower_env = environment(services["flower"])
     assert flower_env["CELERY_BROKER_URL"] == environment(services["worker"])["CELERY_BROKER_URL"]
+
+
+def test_rabbitmq_is_an_opt_in_profile_with_a_durable_volume(
+    services: dict[str, dict[str, Any]],
+) -> None:
+    rabbit = services["rabbitmq"]
+    assert rabbit["profiles"] == ["rabbitmq"] and rabbit["hostname"] == "rabbitmq"
+    assert "rabbitmq-data:/var/lib/rabbitmq" in rabbit["volumes"]
+    assert "rabbitmq-diagnostics" in rabbit["healthcheck"]["test"]
+    assert all(str(port).startswith("127.0.0.1:") for port in rabbit["ports"])
+    assert all("profiles" not in services[name] for name in PROJECT_SERVICES)
 
 
 def test_http_serves_on_all_interfaces(services: dict[str, dict[str, Any]]) -> None:

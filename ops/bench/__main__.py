@@ -29,6 +29,7 @@ from ops.bench.live import live_section
 from ops.bench.memory import memory_section
 from ops.bench.plan import FULL, QUICK, Bench, BenchError, elapsed_s, ratio, say
 from ops.bench.profile import profile_section
+from ops.bench.rabbitmq import rabbitmq_section
 from ops.bench.reader import reader_section
 from ops.bench.rebuild import rebuild_section
 from ops.bench.report import write_report
@@ -76,6 +77,8 @@ SECTIONS: dict[str, tuple[Section, tuple[str, ...]]] = {
     "live": (_live, ()),
     "profile": (lambda b, g, f, r: r.update(profile=profile_section(b, g, f)), ()),
     "services": (_services, ("rebuild",)),
+    "rabbitmq": (lambda b, g, f, r: r.update(invalidation_rabbitmq=rabbitmq_section(b, g, f)),
+                 ("rebuild",)),
     "scale": (lambda b, g, f, r: r.update(scale=scale_section(b, g)), ()),
     "today": (lambda b, g, f, r: r.update(today=today_section(b)), ()),
     "scaling": (_scaling, ("rebuild",)),

@@ -118,11 +118,12 @@ def edit_latencies(bench: Bench, graph: Graph, svc: Services, pairs: Sequence[tu
 
 
 def single_edits(bench: Bench, graph: Graph, svc: Services, pairs: list[tuple[int, int]],
-                 http: httpx.Client) -> dict[str, Any]:
-    """The first ``WARMUP_EDITS`` (worker processes building their runtime) are reported apart."""
-    cold, _ = edit_latencies(bench, graph, svc, pairs[:WARMUP_EDITS], http, "w")
-    latencies, timeouts = edit_latencies(bench, graph, svc, pairs[WARMUP_EDITS:], http, "s")
-    bench.samples["invalidation_ms"] = latencies
+                 http: httpx.Client, samples: str = "invalidation_ms") -> dict[str, Any]:
+    """The first ``WARMUP_EDITS`` (worker processes building their runtime) are reported apart;
+    the latencies are kept as ``bench.samples[samples]`` (the plots)."""
+    cold, _ = edit_latencies(bench, graph, svc, pairs[:WARMUP_EDITS], http, f"{samples}w")
+    latencies, timeouts = edit_latencies(bench, graph, svc, pairs[WARMUP_EDITS:], http, f"{samples}s")
+    bench.samples[samples] = latencies
     say(f"single edits: p50 {percentile(latencies, .5):.0f} ms, p95 {percentile(latencies, .95):.0f} "
         f"ms, {timeouts} timeouts of {len(latencies) + timeouts} (warm-up: {rounded(cold)} ms)")
     return {"p50_ms": percentile(latencies, .5), "p95_ms": percentile(latencies, .95),

@@ -212,6 +212,19 @@ def invalidation_lines(r: dict[str, Any]) -> list[str]:
             f"showing the last titles; dirty-set peak {x['burst_dirty_peak']:,}).", ""]
 
 
+def rabbitmq_lines(r: dict[str, Any]) -> list[str]:
+    x = r.get("invalidation_rabbitmq")
+    if not x:
+        return []
+    rows = [["Redis", fmt(x["redis_p50_ms"]), fmt(x["redis_p95_ms"]), fmt(x["redis_max_ms"]),
+             str(x["redis_timeouts"])],
+            ["RabbitMQ", fmt(x["p50_ms"]), fmt(x["p95_ms"]), fmt(x["max_ms"]), str(x["timeouts"])]]
+    return ["## Invalidation by broker", "", f"The single-edit measurement above, {x['edits']} edits "
+            "per broker, one broker after the other in this run: a Redis database, then RabbitMQ "
+            "(durable quorum queues, publisher confirms, a delivery limit).", "",
+            *_table(["broker", "p50 ms", "p95 ms", "max ms", "timeouts"], rows)]
+
+
 def scale_lines(r: dict[str, Any]) -> list[str]:
     x = r.get("scale")
     if not x:
@@ -266,8 +279,8 @@ PLOTS = {"reader_latency.png": "Reader latency (CDF)",
 
 def render_markdown(results: dict[str, Any], plots: Sequence[str] = ()) -> str:
     lines = [*_header(results), "## Targets", "", *targets_table(results)]
-    for part in (reader_lines, live_lines, rebuild_lines, invalidation_lines, scale_lines,
-                 memory_lines, scaling_lines, profile_lines):
+    for part in (reader_lines, live_lines, rebuild_lines, invalidation_lines, rabbitmq_lines,
+                 scale_lines, memory_lines, scaling_lines, profile_lines):
         lines += part(results)
     if plots:
         lines += ["## Plots", ""] + [f"![{PLOTS[p]}]({p})\n" for p in plots]

@@ -5,7 +5,8 @@ run's settings in their environment (every other ``GRAPHRAG_*``/``CELERY_*`` var
 is dropped, so a developer's shell cannot redirect them), and are stopped with SIGTERM, then
 SIGKILL, of exactly those groups. Celery's broker is a Redis database of its own: the first empty one
 of 15..8, claimed with a marker key (:func:`storage.redis.probe.claim_empty_database`) and flushed
-at the end, so a benchmark never reads or drops another user's queues.
+at the end, so a benchmark never reads or drops another user's queues; or any other :data:`Broker`
+(``ops.bench.rabbitmq``: a private RabbitMQ vhost).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import sys
 import tempfile
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -32,29 +34,32 @@ from ops.bench.plan import MAX_TOKEN_LIMIT, ROOT, Bench, BenchError, say, wait_f
 from storage.redis import probe
 
 __all__ = [
-    "BROKER_DBS", "Services", "broker_idle", "claimed_broker", "credentials", "process_group",
-    "says_ready", "service_env", "services", "stop_group", "worker_command",
+    "BROKER_DBS", "Broker", "Services", "broker_idle", "claimed_broker", "credentials",
+    "process_group", "redis_broker", "says_ready", "service_env", "services", "stop_group",
+    "worker_command",
 ]
 
 BROKER_DBS = range(15, 7, -1)
 CLAIM_KEY = "graphrag-bench:broker-claim"
 QUEUES = ("realtime", "bulk")
+#: a broker for one run: entering it yields (its URL, "no message waits on the worker's queues")
+Broker = AbstractContextManager[tuple[str, Callable[[], bool]]]
 
 
 @dataclass
 class Services:
-    """Where the started services listen, their credentials, the broker they share."""
+    """Where the started services listen, their credentials, whether their broker is idle."""
 
     base_url: str
     token: str
     secret: str
-    broker: probe.ClaimedDatabase
+    idle: Callable[[], bool]
     prefix: str
 
 
 def broker_idle(svc: Services) -> bool:
     """No message waits in or is being worked on from the worker's queues."""
-    return probe.pending_messages(svc.broker, QUEUES) == 0
+    return svc.idle()
 
 
 @contextlib.contextmanager
@@ -67,6 +72,13 @@ def claimed_broker(redis_url: str) -> Iterator[probe.ClaimedDatabase]:
         yield claim
     finally:
         probe.release_database(claim)
+
+
+@contextlib.contextmanager
+def redis_broker(bench: Bench) -> Iterator[tuple[str, Callable[[], bool]]]:
+    """A claimed Redis database (:func:`claimed_broker`); idle when kombu holds no message there."""
+    with claimed_broker(bench.redis_url) as claim:
+        yield claim.url, lambda: probe.pending_messages(claim, QUEUES) == 0
 
 
 def _group_alive(pid: int) -> bool:
@@ -157,19 +169,21 @@ def says_ready(log: Path) -> bool:
 
 
 @contextlib.contextmanager
-def services(bench: Bench, graph: Graph) -> Iterator[Services]:
+def services(bench: Bench, graph: Graph, broker: Broker | None = None) -> Iterator[Services]:
     """A Celery worker (2 processes, queues realtime and bulk) and ``graphrag serve`` on a free
-    port, both on the graph's database and the run's ``<base>:main`` snapshots."""
+    port, both on the graph's database and the run's ``<base>:main`` snapshots; the broker is a
+    claimed Redis database unless ``broker`` is given."""
     token, secret = credentials()
     port = _free_port()
     base_url = f"http://127.0.0.1:{port}"
-    with claimed_broker(bench.redis_url) as broker, \
+    with (broker or redis_broker(bench)) as (broker_url, idle), \
             tempfile.TemporaryDirectory(prefix="graphrag-bench-") as tmp:
-        env = service_env(bench, graph, broker.url, token, secret)
+        env = service_env(bench, graph, broker_url, token, secret)
         log = Path(tmp) / "worker.log"
         with process_group(worker_command(bench), env, log, partial(says_ready, log),
                            "the Celery worker"), \
                 process_group(_serve_command(port), env, Path(tmp) / "serve.log",
                               lambda: _healthy(base_url), "graphrag serve"):
-            say(f"Celery worker (2 processes) and graphrag serve on port {port} are up")
-            yield Services(base_url, token, secret, broker, bench.prefix("main"))
+            say(f"Celery worker (2 processes, broker {broker_url.split(':', 1)[0]}) and graphrag serve "
+                f"on port {port} are up")
+            yield Services(base_url, token, secret, idle, bench.prefix("main"))
