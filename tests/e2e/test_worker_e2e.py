@@ -128,6 +128,11 @@ class System:
     workers: Workers
     wiring: Wiring
 
+    @property
+    def broker(self) -> str:
+        """``redis`` or ``amqp``: the scheme of the broker URL."""
+        return self.settings.broker_url.split(":", 1)[0]
+
     # -- database ----------------------------------------------------------------------------------
     def sql(self, statement: str, **params: Any) -> None:
         with self.engine.begin() as conn:
@@ -510,7 +515,8 @@ def test_single_edit_latency(system: System) -> None:
     for note_id in (*range(60, 67), 20, 21, 22):
         system.settle()
         latencies.append(assert_renamed(system, note_id, title(note_id), f"Title-{note_id:04d}-v2"))
-    FIGURES["single-edit latencies (ms)"] = ", ".join(f"{s * 1000:.0f}" for s in latencies)
+    FIGURES[f"single-edit latencies (ms), broker {system.broker}"] = ", ".join(
+        f"{s * 1000:.0f}" for s in latencies)
     assert max(latencies) < FRESH_WITHIN_S
 
 
@@ -537,8 +543,8 @@ def test_sigkill_mid_batch_loses_no_rebuild(system: System) -> None:
     remaining = system.dirty.size()
     assert remaining > 0, "the drain finished before the kill: nothing was interrupted"
     rewritten = sum(env.computed_at_ms >= edited_at_ms for env in system.envelopes().values())
-    FIGURES["SIGKILL"] = (f"killed with {remaining} of {peak} dirty notes left, "
-                          f"{rewritten} snapshots already rewritten")
+    FIGURES[f"SIGKILL, broker {system.broker}"] = (
+        f"killed with {remaining} of {peak} dirty notes left, {rewritten} snapshots already rewritten")
 
     # an edit that arrives while no worker runs waits in the broker
     late = live[len(live) // 2]
@@ -550,7 +556,7 @@ def test_sigkill_mid_batch_loses_no_rebuild(system: System) -> None:
     successor = system.workers.start()
     wait_until(system.quiet, timeout_s=120, what="the new worker drains everything the old one left",
                details=successor.tail, interval_s=0.1)
-    FIGURES["recovery after SIGKILL"] = (
+    FIGURES[f"recovery after SIGKILL, broker {system.broker}"] = (
         f"{time.perf_counter() - restarted:.1f} s from starting the new worker to an empty dirty set "
         "(includes waiting out the dead worker's drain lock)")
 
@@ -563,7 +569,7 @@ def test_sigkill_mid_batch_loses_no_rebuild(system: System) -> None:
     started = time.perf_counter()
     report = audit(system.service, system.store, sample=len(envelopes) + 100,
                    now_ms=time.time_ns() // 1_000_000, rng=random.Random(0), worst=10)
-    FIGURES["audit of every snapshot after recovery"] = (
+    FIGURES[f"audit of every snapshot after recovery, broker {system.broker}"] = (
         f"{report.sampled} sampled, {report.stale} stale, {time.perf_counter() - started:.1f} s")
     assert report.sampled == len(envelopes)
     assert report.stale == 0, report.to_json()
