@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-__all__ = ["ReaderMetrics"]
+__all__ = ["CdcMetrics", "ReaderMetrics"]
 
 _LATENCY_BUCKETS_S = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
                       0.5, 1.0, 2.5)
@@ -14,7 +14,7 @@ _LATENCY_BUCKETS_S = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025
 
 @dataclass(frozen=True)
 class ReaderMetrics:
-    """Counters and latency histograms of :class:`storage.reader.SnapshotReader`."""
+    """Counters and latency histograms of :class:`service.reader.SnapshotReader`."""
 
     hits: Counter
     stale: Counter
@@ -48,4 +48,35 @@ class ReaderMetrics:
                                      ["source"], registry=reg, buckets=_LATENCY_BUCKETS_S),
             live_latency_s=Histogram("graphrag_live_compute_seconds", "Live compute latency",
                                      registry=reg, buckets=_LATENCY_BUCKETS_S),
+        )
+
+
+@dataclass(frozen=True)
+class CdcMetrics:
+    """What ``graphrag cdc`` exposes: its throughput, its full rebuilds and how far behind it is."""
+
+    transactions: Counter
+    events: Counter
+    full_rebuilds: Counter
+    behind_seconds: Gauge
+    behind_transactions: Gauge
+    behind_bytes: Gauge
+
+    @classmethod
+    def create(cls, registry: CollectorRegistry | None = None) -> CdcMetrics:
+        reg = registry if registry is not None else CollectorRegistry()
+        return cls(
+            transactions=Counter("graphrag_cdc_transactions", "Committed transactions read from the "
+                                 "log (position stored after their events were enqueued)", registry=reg),
+            events=Counter("graphrag_cdc_events", "Events enqueued for them", registry=reg),
+            full_rebuilds=Counter("graphrag_cdc_full_rebuilds", "Full rebuilds queued (purged "
+                                  "position, DDL, TRUNCATE)", registry=reg),
+            behind_seconds=Gauge("graphrag_cdc_behind_seconds", "Seconds since the stored position "
+                                 "last equalled the server's", registry=reg),
+            behind_transactions=Gauge("graphrag_cdc_behind_transactions", "Transactions between "
+                                      "the stored position and the server's (GTID positions)",
+                                      registry=reg),
+            behind_bytes=Gauge("graphrag_cdc_behind_bytes", "Bytes of log between the stored "
+                               "position and the server's (file positions in the same file)",
+                               registry=reg),
         )

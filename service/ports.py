@@ -33,6 +33,7 @@ __all__ = [
     "Lease",
     "Loader",
     "NoteSource",
+    "PositionStore",
     "ProgressLog",
     "QueueDepth",
     "SnapshotCache",
@@ -210,6 +211,15 @@ class DirtyQueue(Protocol):
     def adopt(self) -> int:
         """Move ids left outside today's shards (a changed shard count, an older unsharded set) into
         their shards; how many moved."""
+
+
+class PositionStore(Protocol):
+    """Where change capture keeps its place in the database's log (no TTL: losing it means a full
+    rebuild). A position is opaque text (``storage.binlog.BinlogPosition.to_text``)."""
+
+    def get(self) -> str | None: ...
+
+    def put(self, position: str) -> None: ...
 
 
 class ProgressLog(Protocol):

@@ -23,6 +23,7 @@ __all__ = [
     "MemoryCache",
     "MemoryCoordination",
     "MemoryDirtySet",
+    "MemoryPositions",
     "MemoryProgress",
     "MemoryState",
 ]
@@ -52,6 +53,7 @@ class MemoryState:
     urgent: set[int] = field(default_factory=set)
     expiring: dict[str, tuple[str, int]] = field(default_factory=dict)
     progress: dict[str, dict[str, int | str]] = field(default_factory=dict)
+    cdc_position: str | None = None
 
     def check(self) -> None:
         if self.down:
@@ -397,3 +399,20 @@ class MemoryProgress:
         with self.state.lock:
             self.state.check()
             return dict(self._fields())
+
+
+class MemoryPositions:
+    """Change capture's log position, in process memory (fails like the others when ``down``)."""
+
+    def __init__(self, state: MemoryState | None = None) -> None:
+        self.state = state or MemoryState()
+
+    def get(self) -> str | None:
+        with self.state.lock:
+            self.state.check()
+            return self.state.cdc_position
+
+    def put(self, position: str) -> None:
+        with self.state.lock:
+            self.state.check()
+            self.state.cdc_position = position

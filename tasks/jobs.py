@@ -25,8 +25,7 @@ from service.events import NoteEvent, record_events
 from service.ports import Lease
 from tasks.runtime import Runtime, current
 
-__all__ = ["delay_options", "drain", "nightly_dispatch", "process_events", "rebuild_batch",
-           "schedule_drain", "sweep"]
+__all__ = ["drain", "nightly_dispatch", "process_events", "rebuild_batch", "schedule_drain", "sweep"]
 
 log = logging.getLogger("graphrag.tasks")
 DELIVERY: dict[str, Any] = {
@@ -41,20 +40,15 @@ DELIVERY: dict[str, Any] = {
 _DRAIN_FLAG_MS = 2_000
 
 
-def delay_options(delay_s: float, *, whole_seconds: bool) -> dict[str, Any]:
-    """``apply_async`` options delaying a task by ``delay_s``. A broker that delays in whole seconds
-    only (Celery refuses a shorter countdown on quorum queues) gets a sub-second delay as
-    ``kwargs={"wait_ms": ...}``, sent at once for the task to wait itself."""
-    if whole_seconds and 0 < delay_s < 1:
-        return {"kwargs": {"wait_ms": round(delay_s * 1000)}}
-    return {"countdown": delay_s} if delay_s > 0 else {}
-
-
 def schedule_drain(rt: Runtime, countdown_s: float | None = None) -> None:
-    """Queue one drain unless one is already queued (coalesces bursts of events)."""
+    """Queue one drain unless one is already queued (coalesces bursts of events); a wait the
+    broker cannot express (under a second on RabbitMQ) is spent by the task before it drains."""
     if rt.coordination.claim_flag("drain", ttl_ms=_DRAIN_FLAG_MS):
         delay = rt.debounce_ms / 1000 if countdown_s is None else countdown_s
-        drain.apply_async(**delay_options(delay, whole_seconds=rt.whole_second_delays))
+        if delay >= 1 or (delay > 0 and rt.subsecond_countdowns):
+            drain.apply_async(countdown=delay)
+        else:
+            drain.apply_async(kwargs={"wait_s": delay} if delay > 0 else None)
 
 
 @shared_task(name="graphrag.process_events", **DELIVERY)
@@ -68,13 +62,12 @@ def process_events(events: list[dict[str, Any]]) -> int:
 
 
 @shared_task(name="graphrag.drain", **DELIVERY)
-def drain(wait_ms: int = 0) -> int:
+def drain(wait_s: float = 0.0) -> int:
     """Rebuild dirty foci for a while, a batch at a time from a shard no other worker holds
     (service.drain.drain_session); asks for a second drain when more shards wait, so idle workers
-    join in, and re-queues itself while anything is left. ``wait_ms``: a delay the broker could
-    not keep (:func:`delay_options`)."""
-    time.sleep(wait_ms / 1000)
+    join in, and re-queues itself while anything is left."""
     rt = current()
+    time.sleep(min(max(wait_s, 0.0), 1.0))
     rt.coordination.clear_flag("drain")
     if len(rt.dirty.ready()) > 1:
         schedule_drain(rt, countdown_s=0)

@@ -28,8 +28,6 @@ class Runtime:
     rebuild: Callable[[Iterable[int]], RebuildReport]
     clock_ms: Callable[[], int]
     bulk_backlog: Callable[[], int]
-    #: the broker delays tasks in whole seconds only (RabbitMQ's quorum queues; see worker.broker)
-    whole_second_delays: bool = False
     sibling_radius: int = 4
     drain_batch: int = 100
     debounce_ms: int = 50
@@ -39,6 +37,9 @@ class Runtime:
     pages_per_dispatch: int = 50
     #: Note ids per nightly ``rebuild_batch`` task: one rebuild epoch (its batches share loaded data).
     rebuild_page: int = 500
+    #: Whether the broker delays a message by less than a second (Redis: yes; RabbitMQ's native
+    #: delayed delivery counts whole seconds, so a shorter wait happens inside the task).
+    subsecond_countdowns: bool = True
 
 
 _factory: Callable[[], Runtime] | None = None

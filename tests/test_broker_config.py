@@ -1,27 +1,13 @@
-"""Broker configuration without a broker: which Celery settings each URL scheme gets, how delays are
-sent, and which URLs are refused at start-up (the RabbitMQ behaviour itself: tests/e2e)."""
+"""Broker configuration without a broker: which Celery settings each URL scheme gets and which URLs
+are refused at start-up (the RabbitMQ behaviour itself: tests/e2e)."""
 
 from __future__ import annotations
 
 import pytest
 
 from graphrag.errors import ConfigurationError
-from tasks.jobs import delay_options
 from worker.broker import broker_conf, is_amqp
 from worker.settings import load_settings
-
-
-@pytest.mark.parametrize(("delay_s", "whole_seconds", "options"), [
-    (0.05, False, {"countdown": 0.05}),
-    (0.05, True, {"kwargs": {"wait_ms": 50}}),  # Celery refuses a countdown under 1 s on quorum queues
-    (0.2, True, {"kwargs": {"wait_ms": 200}}),
-    (2, True, {"countdown": 2}),
-    (0, True, {}),
-    (0, False, {}),
-])
-def test_sub_second_delays_are_waited_by_the_task_on_whole_second_brokers(
-        delay_s: float, whole_seconds: bool, options: dict[str, object]) -> None:
-    assert delay_options(delay_s, whole_seconds=whole_seconds) == options
 
 
 def test_redis_keeps_its_visibility_timeout_and_rabbitmq_gets_quorum_queues() -> None:
@@ -36,8 +22,8 @@ def test_redis_keeps_its_visibility_timeout_and_rabbitmq_gets_quorum_queues() ->
 
 
 @pytest.mark.parametrize(("url", "words"), [
-    ("amqp//guest@host/", "unsupported scheme"),
-    ("kafka://host:9092", "unsupported scheme 'kafka'"),
+    ("amqp//guest@host/", "the broker must be Redis or RabbitMQ"),
+    ("kafka://host:9092", "not 'kafka'"),
     ("amqp://guest:secret@:5672/", "bad host or port ':5672'"),
     ("redis://host:port/0", "bad host or port 'host:port'"),
 ])

@@ -1,30 +1,26 @@
-# mypy: disable-error-code="no-untyped-call"
-"""The Celery broker: Redis or RabbitMQ, chosen by the scheme of ``CELERY_BROKER_URL``.
+"""The broker half of Celery's configuration: a Redis broker or RabbitMQ, chosen by the URL's scheme.
 
-Both carry the same two queues (``realtime``, ``bulk``) with the same delivery guarantees (late acks,
-requeue on a lost worker process, prefetch 1); what differs is only how the broker keeps them:
+Both carry the same two queues (``realtime`` for edits, ``bulk`` for full rebuilds) with the same
+delivery guarantees above them (late acks, requeue on a lost worker process, prefetch 1: see
+:mod:`worker.celery_app`). What differs is below:
 
-* **Redis** (``redis://``, ``rediss://``): kombu's lists; an unacknowledged message comes back after
-  the visibility timeout; Redis counts no deliveries, so nothing is parked.
-* **RabbitMQ** (``amqp://``, ``amqps://``): durable *quorum* queues (replicated, fsynced before the
-  publisher is confirmed), publisher confirms (a publish the broker did not take raises at once, so
-  the webhook answers 503 and Doughnut retries), and a *delivery limit*: a message delivered more
-  than ``GRAPHRAG_DELIVERY_LIMIT`` times without an ack (it crashed its worker process, or was
-  rejected) is dead-lettered by RabbitMQ to ``<queue>.parked`` instead of looping for ever. Nothing
-  consumes a parking queue; it is declared by every worker at start, because RabbitMQ drops a dead
-  letter that no queue is bound for. Its length is capped (oldest dropped first): Celery gives
-  short-lived messages (the sweep's ``expires``) an AMQP expiration, and RabbitMQ dead-letters
-  expired messages too. The queue arguments are fixed when a queue is first declared: a worker
-  started with another delivery limit is refused by RabbitMQ (``PRECONDITION_FAILED``); change it
-  with a RabbitMQ policy or by deleting the (drained) queues.
+* **Redis** (``redis://``): lists; a message a dead worker held comes back after the visibility
+  timeout.
+* **RabbitMQ** (``amqp://``): durable *quorum* queues (replicated, surviving a broker restart), with
+  publisher confirms so that a publish the broker did not take raises at once instead of vanishing.
+  A message redelivered more than ``GRAPHRAG_DELIVERY_LIMIT`` times (a poison message that kills its
+  worker every time) is dead-lettered by RabbitMQ to ``<queue>.parked`` instead of looping forever;
+  the parking queues are declared when a worker starts, because RabbitMQ drops dead letters that no
+  queue is bound for. The exchanges are topic exchanges, which Celery's native delayed delivery needs
+  for countdowns on quorum queues (the debounced drains); a worker declares that topology too.
+  A parking queue keeps at most :data:`PARKED_MAX_LENGTH` messages (the oldest dropped first):
+  Celery gives short-lived messages (the sweep's ``expires``) an AMQP expiration, and RabbitMQ
+  dead-letters expired messages there too while no worker runs.
 
-Delays on RabbitMQ: with quorum queues Celery delays a countdown in the broker (its
-``celery_delayed_*`` topology, which each worker declares; hence topic exchanges) in *whole seconds*
-only, and refuses a countdown under one second: the runtime's ``whole_second_delays`` tells the tasks
-(``tasks.jobs.delay_options``) to send a sub-second delay at once and wait it in the task instead.
-
-Back-pressure: :class:`KombuQueueDepth` is the :class:`service.ports.QueueDepth` port on either
-broker, through kombu (a passive queue declare: messages *ready*, i.e. not delivered to a worker).
+Back-pressure reads queue depths through :class:`KombuQueueDepth`, the :class:`service.ports.QueueDepth`
+port on either broker (a passive declare: messages *ready*, not those a worker holds unacked).
+:func:`check_broker` is the start-up check of ``graphrag worker`` and ``graphrag beat``: one line
+naming the broker when it cannot be reached, instead of Celery's endless retries.
 """
 
 from __future__ import annotations
@@ -40,61 +36,61 @@ from kombu.utils.url import maybe_sanitize_url
 
 from graphrag.errors import GraphRagError
 
-__all__ = [
-    "AMQP_SCHEMES", "PARKED_MAX_LENGTH", "QUEUES", "KombuQueueDepth", "broker_conf", "check_broker",
-    "declare_parking", "is_amqp", "parking_queue", "work_queue",
-]
+__all__ = ["PARKED_MAX_LENGTH", "QUEUES", "KombuQueueDepth", "broker_conf", "check_broker",
+           "declare_parking", "is_amqp", "parking_queue", "work_queue"]
 
-QUEUES = ("realtime", "bulk")
-AMQP_SCHEMES = ("amqp", "amqps", "pyamqp")
 #: parked messages kept per queue (the oldest is dropped beyond it)
 PARKED_MAX_LENGTH = 10_000
 
+QUEUES = ("realtime", "bulk")
+_AMQP = frozenset({"amqp", "amqps", "pyamqp"})
+
 
 def is_amqp(url: str) -> bool:
-    """True for a RabbitMQ (AMQP 0-9-1) broker URL."""
-    return urlsplit(url).scheme in AMQP_SCHEMES
+    """Whether ``url`` names a RabbitMQ (AMQP 0-9-1) broker."""
+    return urlsplit(url).scheme in _AMQP
 
 
 def work_queue(name: str, delivery_limit: int) -> Queue:
-    """A durable quorum queue on a topic exchange of its own, parking after ``delivery_limit``."""
-    return Queue(
-        name, Exchange(name, type="topic", durable=True), routing_key=name, durable=True,
-        queue_arguments={
-            "x-queue-type": "quorum",
-            "x-delivery-limit": delivery_limit,
-            "x-dead-letter-exchange": f"{name}.dlx",
-            "x-dead-letter-routing-key": f"{name}.parked",
-        },
+    """A durable quorum queue that parks a message after ``delivery_limit`` redeliveries."""
+    return Queue(  # type: ignore[no-untyped-call]
+        name, Exchange(name, type="topic", durable=True),  # type: ignore[no-untyped-call]
+        routing_key=name, durable=True,
+        queue_arguments={"x-queue-type": "quorum", "x-delivery-limit": delivery_limit,
+                         "x-dead-letter-exchange": f"{name}.dlx",
+                         "x-dead-letter-routing-key": f"{name}.parked"},
     )
 
 
 def parking_queue(name: str) -> Queue:
-    """Where RabbitMQ dead-letters ``name``'s poison messages (nobody consumes it)."""
-    return Queue(f"{name}.parked", Exchange(f"{name}.dlx", type="direct", durable=True),
-                 routing_key=f"{name}.parked", durable=True,
-                 queue_arguments={"x-queue-type": "quorum", "x-max-length": PARKED_MAX_LENGTH})
+    """Where RabbitMQ dead-letters ``name``'s poison messages (nothing consumes it: an operator
+    inspects it, see ops/runbook.md)."""
+    dlx = Exchange(f"{name}.dlx", type="direct", durable=True)  # type: ignore[no-untyped-call]
+    return Queue(f"{name}.parked", dlx, routing_key=f"{name}.parked",  # type: ignore[no-untyped-call]
+                 durable=True, queue_arguments={"x-queue-type": "quorum",
+                                                "x-max-length": PARKED_MAX_LENGTH})
 
 
-def broker_conf(url: str, *, delivery_limit: int, visibility_timeout_s: int) -> dict[str, Any]:
-    """The Celery settings that depend on the broker (see the module docstring)."""
+def broker_conf(url: str, *, visibility_timeout_s: int, delivery_limit: int) -> dict[str, Any]:
+    """The Celery settings that depend on the broker behind ``url``."""
     if not is_amqp(url):
         return {"broker_transport_options": {"visibility_timeout": visibility_timeout_s}}
     return {
-        "task_queues": [work_queue(q, delivery_limit) for q in QUEUES],
+        "task_queues": [work_queue(name, delivery_limit) for name in QUEUES],
         "task_default_exchange": "realtime", "task_default_exchange_type": "topic",
-        "task_default_routing_key": "realtime", "task_create_missing_queues": False,
+        "task_default_routing_key": "realtime",
         "broker_transport_options": {"confirm_publish": True},
         "worker_detect_quorum_queues": True,  # global QoS off: quorum queues refuse it
     }
 
 
 def declare_parking(celery: Celery) -> None:
-    """Declare the parking queues (RabbitMQ only; a worker does it at start)."""
-    if is_amqp(str(celery.conf.broker_url)):
-        with celery.connection_for_write() as conn:
-            for name in QUEUES:
-                parking_queue(name).bind(conn.default_channel).declare()
+    """Declare the parking queues (RabbitMQ only; idempotent)."""
+    if not is_amqp(str(celery.conf.broker_url)):
+        return
+    with celery.connection_for_write() as conn:
+        for name in QUEUES:
+            parking_queue(name)(conn.default_channel).declare()  # type: ignore[no-untyped-call]
 
 
 class KombuQueueDepth:
@@ -115,7 +111,7 @@ class KombuQueueDepth:
 def check_broker(url: str, *, attempts: int = 3) -> None:
     """Connect once (kombu's own retries, ``attempts`` tries about a second apart); a
     :class:`GraphRagError` naming the broker and the cause when it cannot be reached."""
-    with Connection(url, connect_timeout=2) as conn:
+    with Connection(url, connect_timeout=2) as conn:  # type: ignore[no-untyped-call]
         try:
             conn.ensure_connection(max_retries=attempts, interval_start=0.5, interval_step=0.5)
         except (KombuError, *conn.connection_errors, *conn.channel_errors, OSError) as err:

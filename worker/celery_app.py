@@ -2,7 +2,7 @@
 
 Delivery settings follow docs/architecture.md ("Delivery"): late acks, requeue on a lost worker
 process, prefetch 1, time limits well below the broker's visibility timeout, JSON only, no result
-backend, two queues; what depends on the broker (Redis or RabbitMQ) is in :mod:`worker.broker`.
+backend, two queues.
 Beat runs RedBeat (a Redis lock makes it single-instance, lock timeout 90 s) with the nightly full
 rebuild at ``GRAPHRAG_NIGHTLY_HOUR_UTC`` (expiring before the next run) and a dirty-set sweep.
 Clients are created per process after fork (``tasks.runtime``).
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from functools import partial
 from typing import Any
 
 from celery import Celery
@@ -28,7 +27,7 @@ from worker.broker import KombuQueueDepth, broker_conf, declare_parking, is_amqp
 from worker.compose import Wiring, wall_ms
 from worker.settings import Settings
 
-__all__ = ["build_runtime", "create_celery"]
+__all__ = ["build_runtime", "create_celery", "queue_size"]
 
 log = logging.getLogger("graphrag.worker")
 
@@ -51,8 +50,8 @@ def create_celery(settings: Settings, *, redis_client: Any = None) -> Celery:
         redbeat_redis_options={"socket_timeout": 5, "socket_connect_timeout": 5},
         redbeat_key_prefix=f"{settings.redis_prefix}:redbeat", redbeat_lock_timeout=90,
         beat_schedule=_schedule(settings),
-        **broker_conf(settings.broker_url, delivery_limit=settings.delivery_limit,
-                      visibility_timeout_s=settings.visibility_timeout_s),
+        **broker_conf(settings.broker_url, visibility_timeout_s=settings.visibility_timeout_s,
+                      delivery_limit=settings.delivery_limit),
     )
     configure(lambda: build_runtime(settings, celery, redis_client=redis_client))
     return celery
@@ -69,27 +68,25 @@ def _schedule(settings: Settings) -> dict[str, dict[str, object]]:
     }
 
 
+def queue_size(celery: Celery, queue: str) -> int:
+    """Messages waiting in ``queue`` (0 when it does not exist yet), on either broker."""
+    queues: QueueDepth = KombuQueueDepth(celery)
+    return queues.waiting(queue)
+
+
 def build_runtime(settings: Settings, celery: Celery, *, redis_client: Any = None) -> Runtime:
     """Everything the tasks of one worker process use, wired from ``settings``."""
     wiring = Wiring(settings, redis_client=redis_client)
-    queues: QueueDepth = KombuQueueDepth(celery)
     return Runtime(
         notes=wiring.source, snapshots=wiring.cache, dirty=wiring.dirty,
         coordination=wiring.coordination, progress=wiring.progress(),
         rebuild=wiring.rebuild, clock_ms=wall_ms,
-        bulk_backlog=partial(queues.waiting, "bulk"),
-        whole_second_delays=is_amqp(settings.broker_url),
+        bulk_backlog=lambda: queue_size(celery, "bulk"),
         sibling_radius=sibling_radius(wiring.strategies()),
         debounce_ms=settings.debounce_ms, max_bulk_backlog=settings.max_bulk_backlog,
         rebuild_page=settings.rebuild_page,
+        subsecond_countdowns=not is_amqp(settings.broker_url),
     )
-
-
-@worker_init.connect
-def _declare_parking(sender: Any = None, **_: object) -> None:
-    """RabbitMQ: the parking queues exist before the first poison message is dead-lettered."""
-    if sender is not None:
-        declare_parking(sender.app)
 
 
 @worker_process_init.connect
@@ -99,6 +96,14 @@ def _warm_up(**_: object) -> None:
         current()
     except Exception as err:  # it resurfaces, with retries, in the first task that needs it
         log.warning("worker runtime not ready yet: %s", err)
+
+
+@worker_init.connect
+def _declare_parking(sender: Any = None, **_: object) -> None:
+    """On RabbitMQ, the parking queues exist before the first message could be parked."""
+    app = getattr(sender, "app", None)
+    if app is not None and app.main == "graphrag":
+        declare_parking(app)
 
 
 @worker_ready.connect

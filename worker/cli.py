@@ -203,6 +203,18 @@ def worker(concurrency: int, queues: str, loglevel: str) -> None:
 
 @main.command()
 @click.option("--loglevel", default="info", show_default=True)
+@click.option("--metrics-port", type=click.IntRange(1, 65535), default=None,
+              help="Serve Prometheus metrics (throughput, lag) on this port.")
+@reports_errors
+def cdc(loglevel: str, metrics_port: int | None) -> None:
+    """Follow the database's binary log and enqueue the events of every committed change."""
+    from worker.commands import run_cdc_command
+
+    run_cdc_command(loglevel, metrics_port)
+
+
+@main.command()
+@click.option("--loglevel", default="info", show_default=True)
 @reports_errors
 def beat(loglevel: str) -> None:
     """Run the single-instance scheduler (same as `celery -A worker.app beat`, after checking the

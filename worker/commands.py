@@ -242,3 +242,19 @@ def load_sample(database_url: str | None, schema: str = "doughnut-2025") -> str:
         raise GraphRagError("the note table is not empty; load the sample into a fresh database")
     count = admin_2025.insert_notes(engine, sample_notes())
     return f"loaded {count} sample notes"
+
+
+def run_cdc_command(loglevel: str, metrics_port: int | None = None) -> None:
+    """``graphrag cdc``: run change capture until SIGTERM or SIGINT; exit 1 if the lease was lost."""
+    import logging
+    import signal
+    import threading
+
+    from worker.cdc import run_cdc
+
+    logging.basicConfig(level=loglevel.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    if not run_cdc(load_settings(), stop, metrics_port):
+        raise GraphRagError("lost the change-capture lease to another instance; exiting")

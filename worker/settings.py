@@ -21,7 +21,10 @@ from graphrag.errors import ConfigurationError
 __all__ = ["DEFAULT_DATABASE_URL", "Settings", "load_settings"]
 
 DEFAULT_DATABASE_URL = "sqlite:///graphrag.db"
-_BROKER_SCHEMES = ("redis", "rediss", "sentinel", "amqp", "amqps", "pyamqp", "memory")
+
+
+#: Redis or RabbitMQ; ``memory`` for a demo or test in one process.
+_BROKER_SCHEMES = ("redis", "rediss", "amqp", "amqps", "pyamqp", "memory")
 
 
 class Settings(BaseSettings):
@@ -62,7 +65,11 @@ class Settings(BaseSettings):
         default="redis://127.0.0.1:6379/1",
         validation_alias=AliasChoices("CELERY_BROKER_URL", "GRAPHRAG_BROKER_URL", "broker_url"),
     )
-    #: RabbitMQ: deliveries of one message before it is parked (worker.broker)
+    #: Change capture: the replication client's server id (unique among the database's replicas)
+    #: and the TTL of the lease that keeps it to one instance.
+    cdc_server_id: int = Field(default=4_242_001, ge=1, le=2**32 - 1)
+    cdc_lease_ms: int = Field(default=6_000, ge=1_000, le=600_000)
+    #: RabbitMQ: deliveries of one message before it is parked in ``<queue>.parked``.
     delivery_limit: int = Field(default=5, ge=1, le=1000)
     debounce_ms: int = Field(default=50, ge=0, le=60_000)
     #: Shards of the dirty set: how many workers can drain edits at once (docs/architecture.md).
@@ -85,16 +92,17 @@ class Settings(BaseSettings):
 
     @field_validator("broker_url")
     @classmethod
-    def _usable_broker(cls, value: str) -> str:
+    def _known_broker(cls, value: str) -> str:
+        scheme = value.partition("://")[0]
+        if scheme not in _BROKER_SCHEMES:
+            raise ValueError(f"the broker must be Redis or RabbitMQ ({', '.join(_BROKER_SCHEMES)}"
+                             f"://...), not {scheme or value!r}")
         parts = urlsplit(value)
-        if parts.scheme not in _BROKER_SCHEMES:
-            raise ValueError(f"unsupported scheme {parts.scheme or value!r}; use "
-                             "redis://host:6379/N or amqp://user:password@host:5672/vhost")
         try:
             port_ok = parts.port != 0
         except ValueError:  # not a number
             port_ok = False
-        if parts.scheme != "memory" and not (parts.hostname and port_ok):
+        if scheme != "memory" and not (parts.hostname and port_ok):
             raise ValueError(f"bad host or port {parts.netloc.rpartition('@')[2]!r}")  # no password
         return value
 

@@ -23,13 +23,13 @@ from typing import Any
 import httpx
 
 from graphrag import GraphRagError
+from ops.bench.cdc import cdc_section
 from ops.bench.graph import Graph, graph_counts, machine_info, open_graph, pages
-from ops.bench.invalidation import restore_titles, services_section
+from ops.bench.invalidation import broker_section, restore_titles, services_section
 from ops.bench.live import live_section
 from ops.bench.memory import memory_section
 from ops.bench.plan import FULL, QUICK, Bench, BenchError, elapsed_s, ratio, say
 from ops.bench.profile import profile_section
-from ops.bench.rabbitmq import rabbitmq_section
 from ops.bench.reader import reader_section
 from ops.bench.rebuild import rebuild_section
 from ops.bench.report import write_report
@@ -56,6 +56,13 @@ def _services(bench: Bench, graph: Graph, foci: list[int], results: dict[str, An
     results.setdefault("reader", {}).update(reading)
 
 
+def _rabbitmq(bench: Bench, graph: Graph, foci: list[int], results: dict[str, Any]) -> None:
+    try:
+        results["invalidation_rabbitmq"] = broker_section(bench, graph, foci, bench.amqp_url)
+    finally:
+        restore_titles(graph)
+
+
 def _live(bench: Bench, graph: Graph, foci: list[int], results: dict[str, Any]) -> None:
     results["live"] = live_section(bench, graph)
     if "reader" in results:
@@ -77,8 +84,8 @@ SECTIONS: dict[str, tuple[Section, tuple[str, ...]]] = {
     "live": (_live, ()),
     "profile": (lambda b, g, f, r: r.update(profile=profile_section(b, g, f)), ()),
     "services": (_services, ("rebuild",)),
-    "rabbitmq": (lambda b, g, f, r: r.update(invalidation_rabbitmq=rabbitmq_section(b, g, f)),
-                 ("rebuild",)),
+    "rabbitmq": (_rabbitmq, ("rebuild",)),
+    "cdc": (lambda b, g, f, r: r.update(cdc=cdc_section(b)), ()),
     "scale": (lambda b, g, f, r: r.update(scale=scale_section(b, g)), ()),
     "today": (lambda b, g, f, r: r.update(today=today_section(b)), ()),
     "scaling": (_scaling, ("rebuild",)),
@@ -136,7 +143,8 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, list[float]
     """(results for latest.json, samples for the plots)."""
     plan = QUICK if args.quick else FULL
     client = probe.connect(args.redis_url)
-    bench = Bench(plan, args.mysql_url, args.redis_url, client, seed=args.seed)
+    bench = Bench(plan, args.mysql_url, args.redis_url, client, seed=args.seed,
+                  amqp_url=args.amqp_url)
     say(f"{'quick' if args.quick else 'full'} run {bench.run}: keys under {bench.base}:*")
     started = dt.datetime.now(dt.UTC)
     try:
@@ -164,6 +172,9 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="SQLAlchemy URL of the MariaDB/MySQL server (no database)")
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/0",
                         help="Redis for the snapshots (the broker takes an empty database of 15..8)")
+    parser.add_argument("--amqp-url", default="amqp://guest:guest@127.0.0.1:5672",
+                        help="RabbitMQ for the broker comparison (a private vhost is made with "
+                             "rabbitmqctl)")
     parser.add_argument("--out", default="benchmarks/results", help="where the report goes")
     parser.add_argument("--only", type=lambda v: [p.strip() for p in v.split(",") if p.strip()],
                         default=[], metavar="SECTIONS",

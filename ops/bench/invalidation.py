@@ -36,7 +36,8 @@ from storage.profiles import admin_2025
 from storage.redis.cache import RedisCache
 from worker.compose import Wiring
 
-__all__ = ["burst", "edit_pairs", "restore_titles", "services_section", "set_titles", "single_edits"]
+__all__ = ["broker_section", "burst", "edit_pairs", "restore_titles", "services_section", "set_titles",
+           "single_edits"]
 
 
 def set_titles(graph: Graph, titles: dict[int, str]) -> None:
@@ -101,15 +102,17 @@ def _shows(cache: RedisCache, focus: int, marker: bytes) -> Callable[[], bool]:
 
 
 def edit_latencies(bench: Bench, graph: Graph, svc: Services, pairs: Sequence[tuple[int, int]],
-                   http: httpx.Client, tag: str) -> tuple[list[float], int]:
-    """(ms from webhook to a snapshot showing the new title, timeouts), one edit after another."""
+                   http: httpx.Client, tag: str, *, webhook: bool = True) -> tuple[list[float], int]:
+    """(ms from the commit (and its webhook) to a snapshot showing the new title, timeouts), one
+    edit after another; ``webhook=False`` sends none (change capture announces the commit)."""
     cache, latencies, timeouts = wiring_for(bench, graph, "main").cache, [], 0
     for i, (edited, watch) in enumerate(pairs):
         title = f"{EDIT_MARK} {bench.run} {tag}{i}"
-        set_titles(graph, {edited: title})
         shows = _shows(cache, watch, title.encode())
         started = time.perf_counter()
-        post_events(http, svc.secret, [edited])
+        set_titles(graph, {edited: title})
+        if webhook:
+            post_events(http, svc.secret, [edited])
         if wait_for(shows, bench.plan.edit_timeout_s):
             latencies.append((time.perf_counter() - started) * 1000)
         else:
@@ -118,12 +121,11 @@ def edit_latencies(bench: Bench, graph: Graph, svc: Services, pairs: Sequence[tu
 
 
 def single_edits(bench: Bench, graph: Graph, svc: Services, pairs: list[tuple[int, int]],
-                 http: httpx.Client, samples: str = "invalidation_ms") -> dict[str, Any]:
-    """The first ``WARMUP_EDITS`` (worker processes building their runtime) are reported apart;
-    the latencies are kept as ``bench.samples[samples]`` (the plots)."""
-    cold, _ = edit_latencies(bench, graph, svc, pairs[:WARMUP_EDITS], http, f"{samples}w")
-    latencies, timeouts = edit_latencies(bench, graph, svc, pairs[WARMUP_EDITS:], http, f"{samples}s")
-    bench.samples[samples] = latencies
+                 http: httpx.Client) -> dict[str, Any]:
+    """The first ``WARMUP_EDITS`` (worker processes building their runtime) are reported apart."""
+    cold, _ = edit_latencies(bench, graph, svc, pairs[:WARMUP_EDITS], http, "w")
+    latencies, timeouts = edit_latencies(bench, graph, svc, pairs[WARMUP_EDITS:], http, "s")
+    bench.samples["invalidation_ms"] = latencies
     say(f"single edits: p50 {percentile(latencies, .5):.0f} ms, p95 {percentile(latencies, .95):.0f} "
         f"ms, {timeouts} timeouts of {len(latencies) + timeouts} (warm-up: {rounded(cold)} ms)")
     return {"p50_ms": percentile(latencies, .5), "p95_ms": percentile(latencies, .95),
@@ -175,3 +177,18 @@ def services_section(bench: Bench, graph: Graph,
         single = single_edits(bench, graph, svc, pairs, http)
         wait_for(lambda: broker_idle(svc) and wiring.dirty.size() == 0, 60, 0.05)
         return reading, {**single, **burst(bench, graph, svc, notes, http)}
+
+
+def broker_section(bench: Bench, graph: Graph, foci: list[int], amqp_url: str) -> dict[str, Any]:
+    """The single-edit and burst figures again with RabbitMQ as the broker (same graph, worker and
+    edits as the services section, a private vhost)."""
+    pairs = edit_pairs(bench, graph, foci, WARMUP_EDITS + bench.plan.edits)
+    used = {n for pair in pairs for n in pair}
+    plain = sorted(admin_2025.live_plain_ids(graph.engine, foci) - used)
+    notes = random.Random(bench.seed + 7).sample(plain, min(bench.plan.burst_notes, len(plain)))
+    wiring = wiring_for(bench, graph, "main")
+    with services(bench, graph, amqp_url) as svc, \
+            httpx.Client(base_url=svc.base_url, timeout=10) as http:
+        single = single_edits(bench, graph, svc, pairs, http)
+        wait_for(lambda: broker_idle(svc) and wiring.dirty.size() == 0, 60, 0.05)
+        return {**single, **burst(bench, graph, svc, notes, http), "broker": "rabbitmq"}

@@ -140,6 +140,7 @@ class Bench:
     redis_url: str
     client: Any
     seed: int = 0
+    amqp_url: str = "amqp://guest:guest@127.0.0.1:5672"
     run: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
     samples: dict[str, list[float]] = field(default_factory=dict)
 

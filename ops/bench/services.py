@@ -5,8 +5,8 @@ run's settings in their environment (every other ``GRAPHRAG_*``/``CELERY_*`` var
 is dropped, so a developer's shell cannot redirect them), and are stopped with SIGTERM, then
 SIGKILL, of exactly those groups. Celery's broker is a Redis database of its own: the first empty one
 of 15..8, claimed with a marker key (:func:`storage.redis.probe.claim_empty_database`) and flushed
-at the end, so a benchmark never reads or drops another user's queues; or any other :data:`Broker`
-(``ops.bench.rabbitmq``: a private RabbitMQ vhost).
+at the end, so a benchmark never reads or drops another user's queues; or, for the RabbitMQ figures,
+a private vhost on the local RabbitMQ (``rabbitmqctl``), deleted at the end.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ import sys
 import tempfile
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -34,16 +33,13 @@ from ops.bench.plan import MAX_TOKEN_LIMIT, ROOT, Bench, BenchError, say, wait_f
 from storage.redis import probe
 
 __all__ = [
-    "BROKER_DBS", "Broker", "Services", "broker_idle", "claimed_broker", "credentials",
-    "process_group", "redis_broker", "says_ready", "service_env", "services", "stop_group",
-    "worker_command",
+    "BROKER_DBS", "Services", "broker_idle", "claimed_broker", "credentials", "process_group",
+    "says_ready", "service_env", "services", "stop_group", "worker_command",
 ]
 
 BROKER_DBS = range(15, 7, -1)
 CLAIM_KEY = "graphrag-bench:broker-claim"
 QUEUES = ("realtime", "bulk")
-#: a broker for one run: entering it yields (its URL, "no message waits on the worker's queues")
-Broker = AbstractContextManager[tuple[str, Callable[[], bool]]]
 
 
 @dataclass
@@ -55,11 +51,48 @@ class Services:
     secret: str
     idle: Callable[[], bool]
     prefix: str
+    env: dict[str, str]
 
 
 def broker_idle(svc: Services) -> bool:
-    """No message waits in or is being worked on from the worker's queues."""
+    """No message waits in (Redis: or is being worked on from) the worker's queues."""
     return svc.idle()
+
+
+@contextlib.contextmanager
+def redis_broker(redis_url: str) -> Iterator[tuple[str, Callable[[], bool]]]:
+    """(broker URL, idle check) of a claimed Redis database."""
+    with claimed_broker(redis_url) as broker:
+        yield broker.url, lambda: probe.pending_messages(broker, QUEUES) == 0
+
+
+def _rabbitmqctl(*args: str) -> None:
+    try:
+        subprocess.run(["rabbitmqctl", "-q", *args], check=True, capture_output=True, timeout=60)
+    except (OSError, subprocess.SubprocessError) as err:
+        raise BenchError(f"rabbitmqctl {' '.join(args)} failed: {err}") from err
+
+
+@contextlib.contextmanager
+def rabbitmq_broker(amqp_url: str) -> Iterator[tuple[str, Callable[[], bool]]]:
+    """(broker URL, idle check) of a private vhost on the RabbitMQ at ``amqp_url``."""
+    from kombu.connection import Connection
+
+    vhost = f"graphrag-bench-{uuid.uuid4().hex[:10]}"
+    _rabbitmqctl("add_vhost", vhost)
+    url = f"{amqp_url.rstrip('/')}/{vhost}"
+
+    def idle() -> bool:
+        with Connection(url) as conn:  # type: ignore[no-untyped-call]
+            channel = conn.default_channel
+            return all(channel.queue_declare(queue=q, passive=True).message_count == 0
+                       for q in QUEUES)
+
+    try:
+        _rabbitmqctl("set_permissions", "-p", vhost, "guest", ".*", ".*", ".*")
+        yield url, idle
+    finally:
+        _rabbitmqctl("delete_vhost", vhost)
 
 
 @contextlib.contextmanager
@@ -72,13 +105,6 @@ def claimed_broker(redis_url: str) -> Iterator[probe.ClaimedDatabase]:
         yield claim
     finally:
         probe.release_database(claim)
-
-
-@contextlib.contextmanager
-def redis_broker(bench: Bench) -> Iterator[tuple[str, Callable[[], bool]]]:
-    """A claimed Redis database (:func:`claimed_broker`); idle when kombu holds no message there."""
-    with claimed_broker(bench.redis_url) as claim:
-        yield claim.url, lambda: probe.pending_messages(claim, QUEUES) == 0
 
 
 def _group_alive(pid: int) -> bool:
@@ -169,21 +195,21 @@ def says_ready(log: Path) -> bool:
 
 
 @contextlib.contextmanager
-def services(bench: Bench, graph: Graph, broker: Broker | None = None) -> Iterator[Services]:
+def services(bench: Bench, graph: Graph, amqp_url: str | None = None) -> Iterator[Services]:
     """A Celery worker (2 processes, queues realtime and bulk) and ``graphrag serve`` on a free
     port, both on the graph's database and the run's ``<base>:main`` snapshots; the broker is a
-    claimed Redis database unless ``broker`` is given."""
+    Redis database, or a RabbitMQ vhost when ``amqp_url`` is given."""
     token, secret = credentials()
     port = _free_port()
     base_url = f"http://127.0.0.1:{port}"
-    with (broker or redis_broker(bench)) as (broker_url, idle), \
-            tempfile.TemporaryDirectory(prefix="graphrag-bench-") as tmp:
+    broker = rabbitmq_broker(amqp_url) if amqp_url else redis_broker(bench.redis_url)
+    with broker as (broker_url, idle), tempfile.TemporaryDirectory(prefix="graphrag-bench-") as tmp:
         env = service_env(bench, graph, broker_url, token, secret)
         log = Path(tmp) / "worker.log"
         with process_group(worker_command(bench), env, log, partial(says_ready, log),
                            "the Celery worker"), \
                 process_group(_serve_command(port), env, Path(tmp) / "serve.log",
                               lambda: _healthy(base_url), "graphrag serve"):
-            say(f"Celery worker (2 processes, broker {broker_url.split(':', 1)[0]}) and graphrag serve "
-                f"on port {port} are up")
-            yield Services(base_url, token, secret, idle, bench.prefix("main"))
+            say(f"Celery worker (2 processes, broker {broker_url.split(':', 1)[0]}) and graphrag "
+                f"serve on port {port} are up")
+            yield Services(base_url, token, secret, idle, bench.prefix("main"), env)

@@ -112,6 +112,10 @@ class Keys:
         """``<prefix>:progress:<name>``: a hash recording a full rebuild's progress."""
         return f"{self.prefix}:progress:{name}"
 
+    def cdc_position(self) -> str:
+        """``<prefix>:cdc:position``: change capture's place in the database's log (no TTL)."""
+        return f"{self.prefix}:cdc:position"
+
     def flag(self, name: str) -> str:
         """``<prefix>:flag:<name>``: a short-lived coordination flag (e.g. "a drain is scheduled")."""
         return f"{self.prefix}:flag:{name}"

@@ -19,12 +19,14 @@ from storage.memory import (
     MemoryCache,
     MemoryCoordination,
     MemoryDirtySet,
+    MemoryPositions,
     MemoryProgress,
     MemoryState,
 )
 from storage.redis.cache import RedisCache
 from storage.redis.coordination import RedisCoordination
 from storage.redis.keys import Keys
+from storage.redis.positions import RedisPositions
 from storage.redis.progress import RedisProgress
 from storage.redis.queue import RedisDirtySet
 from tests.redis.readers import fake_redis, index_mismatches, real_redis, unreachable_redis
@@ -44,6 +46,10 @@ class CacheBackend:
     name: str
 
     def progress(self, name: str = "nightly") -> Any:
+        raise NotImplementedError
+
+    def positions(self) -> Any:
+        """Change capture's position store on this store."""
         raise NotImplementedError
 
     def dirty_queue(self, shards: int) -> Any:
@@ -74,6 +80,9 @@ class MemoryBackend(CacheBackend):
 
     def progress(self, name: str = "nightly") -> MemoryProgress:
         return MemoryProgress(self.state, name)
+
+    def positions(self) -> MemoryPositions:
+        return MemoryPositions(self.state)
 
     def dirty_queue(self, shards: int) -> MemoryDirtySet:
         return MemoryDirtySet(self.state, shards=shards)
@@ -113,6 +122,9 @@ class RedisBackend(CacheBackend):
 
     def progress(self, name: str = "nightly") -> RedisProgress:
         return RedisProgress(self.client, self.keys, name)
+
+    def positions(self) -> RedisPositions:
+        return RedisPositions(self.client, self.keys)
 
     def dirty_queue(self, shards: int) -> RedisDirtySet:
         return RedisDirtySet(self.client, self.keys, shards=shards)

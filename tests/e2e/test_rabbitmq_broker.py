@@ -7,12 +7,12 @@ SIGKILLs its process) runs in a private vhost with ``GRAPHRAG_DELIVERY_LIMIT=1``
 * a message that kills its worker process is delivered ``limit + 1`` times, each to a fresh pool
   child, then RabbitMQ dead-letters it to ``realtime.parked`` (``x-death`` reason
   ``delivery_limit``) and the worker goes on with other work: it does not loop for ever;
-* a message for a task no worker knows is rejected and parked at once (reason ``rejected``);
 * the nightly dispatcher's back-pressure (the runtime's ``bulk_backlog``, through
   :class:`worker.broker.KombuQueueDepth`) reads the ``bulk`` queue's depth on RabbitMQ: messages
-  ready and not yet delivered (this worker consumes ``realtime`` only, so they wait);
-* the queues are durable quorum queues with the delivery limit and dead-lettering as declared by
-  :mod:`worker.broker`, and the service's publisher waits for confirms.
+  ready and not yet delivered (this worker consumes ``realtime`` only, so they wait).
+
+The rest of the service on RabbitMQ (edits, quorum queues, a refused message parked, the nightly
+rebuild): ``test_worker_rabbitmq.py``, and every test of ``test_worker_e2e.py`` on both brokers.
 """
 
 from __future__ import annotations
@@ -124,14 +124,6 @@ def test_a_message_that_kills_its_worker_is_parked_after_the_delivery_limit(
                what="a task after the poison message", details=worker.tail)
 
 
-def test_a_message_for_an_unknown_task_is_parked_at_once(
-        amqp_url: str, celery: Celery, worker: Worker) -> None:
-    result = celery.send_task("graphrag.no_such_task", queue="realtime")
-    death = await_parked(amqp_url, "realtime", result.id, "the unknown task is parked",
-                         worker)["x-death"][0]
-    assert (death["reason"], death["queue"]) == ("rejected", "realtime")
-
-
 def test_back_pressure_reads_the_depth_of_the_bulk_queue(
         settings: Settings, celery: Celery, worker: Worker) -> None:
     backlog = build_runtime(settings, celery).bulk_backlog
@@ -143,16 +135,3 @@ def test_back_pressure_reads_the_depth_of_the_bulk_queue(
     with Connection(settings.broker_url) as conn:
         conn.default_channel.queue_purge("bulk")
     assert backlog() == 0
-
-
-def test_queues_are_durable_quorum_queues_with_a_delivery_limit(
-        settings: Settings, celery: Celery, worker: Worker) -> None:
-    queues = {q.name: q for q in celery.conf.task_queues}
-    assert set(queues) == {"realtime", "bulk"}
-    for name, queue in queues.items():
-        assert queue.durable and queue.exchange.type == "topic"
-        assert queue.queue_arguments == {
-            "x-queue-type": "quorum", "x-delivery-limit": LIMIT,
-            "x-dead-letter-exchange": f"{name}.dlx", "x-dead-letter-routing-key": f"{name}.parked"}
-    assert celery.conf.broker_transport_options == {"confirm_publish": True}
-    assert "Global QoS is disabled" in worker.log()  # the worker saw the quorum queues

@@ -1,0 +1,97 @@
+"""A private MariaDB with a row-based binary log, for the change-capture section.
+
+The machine's MariaDB may run without a binary log (and must not be reconfigured by a benchmark), so
+the section installs a data directory into a fresh temporary directory (``mariadb-install-db``),
+starts ``mariadbd`` on a free loopback port with ``log_bin``, ``binlog_format=ROW``,
+``binlog_row_image=FULL`` and ``binlog_row_metadata=FULL``, and on exit stops it (SIGTERM, then
+SIGKILL) and removes the directory. Run as root, the server drops to the ``mysql`` user, which
+therefore owns the directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from graphrag import GraphRagError
+from ops.bench.plan import BenchError, say, wait_for
+from storage.database import close_engine, open_engine, server_version
+
+__all__ = ["private_binlog_server"]
+
+_OPTIONS = ("--no-defaults", "--innodb-buffer-pool-size=256M")
+
+
+def _user() -> tuple[str, ...]:
+    return ("--user=mysql",) if os.geteuid() == 0 else ()
+
+
+def _chown(path: Path) -> None:
+    if os.geteuid() != 0:
+        return
+    entry = pwd.getpwnam("mysql")
+    for root, dirs, files in os.walk(path):
+        for name in (root, *(os.path.join(root, n) for n in (*dirs, *files))):
+            os.chown(name, entry.pw_uid, entry.pw_gid)
+
+
+def _run(command: list[str]) -> None:
+    try:
+        subprocess.run(command, check=True, capture_output=True, timeout=120)
+    except (OSError, subprocess.SubprocessError) as err:
+        raise BenchError(f"{Path(command[0]).name} failed: {err}") from err
+
+
+def _answers(url: str) -> bool:
+    engine = open_engine(url)
+    try:
+        server_version(engine)
+        return True
+    except GraphRagError:
+        return False
+    finally:
+        close_engine(engine)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def private_binlog_server() -> Iterator[str]:
+    """The root URL (no database) of a fresh MariaDB with a ROW/FULL/FULL binary log."""
+    base = Path(tempfile.mkdtemp(prefix="graphrag-bench-binlog-"))
+    data, port = base / "data", _free_port()
+    proc: subprocess.Popen[bytes] | None = None
+    try:
+        _chown(base)
+        _run([shutil.which("mariadb-install-db") or "mariadb-install-db", *_OPTIONS, f"--datadir={data}",
+              "--auth-root-authentication-method=normal", "--skip-test-db", *_user()])
+        proc = subprocess.Popen(
+            [shutil.which("mariadbd") or "/usr/sbin/mariadbd", *_OPTIONS, f"--datadir={data}",
+             f"--port={port}", f"--socket={data / 'sock'}", "--bind-address=127.0.0.1",
+             "--log-bin=bin", "--binlog-format=ROW", "--binlog-row-image=FULL",
+             "--binlog-row-metadata=FULL", "--server-id=1", *_user()],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        url = f"mysql+pymysql://root@127.0.0.1:{port}"
+        if not wait_for(lambda: proc.poll() is None and _answers(url), 30, 0.2):
+            raise BenchError(f"the private MariaDB on port {port} did not start")
+        say(f"private MariaDB with a binary log on port {port}")
+        yield url
+    finally:
+        if proc is not None:
+            proc.terminate()
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        shutil.rmtree(base, ignore_errors=True)

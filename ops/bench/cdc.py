@@ -1,0 +1,106 @@
+"""Change capture next to webhooks: commit → fresh snapshot, and the log reader's sustained rate.
+
+On a private MariaDB with a binary log (:mod:`ops.bench.binlog`) the section loads a generated 2025
+graph of ``CDC_NOTES`` notes, rebuilds wavefront snapshots of a sample of foci under a prefix of its
+own and starts a Celery worker and ``graphrag serve`` (:func:`ops.bench.services.services`). Then:
+
+1. **Webhook path**: title edits one after another, each committed and posted as a signed webhook;
+   the time from the commit until the watching focus's snapshot shows the new title.
+2. **Change-capture path**: ``graphrag cdc`` started, the same kind of edits committed with no
+   webhook; the same clock.
+3. **Sustained rate**: ``CDC_BURST`` single-row transactions committed as fast as one connection
+   can, then the time until ``graphrag cdc`` has stored the server's final log position (every
+   transaction read, its events enqueued): transactions per second of log the reader keeps up with.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import tempfile
+import time
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from ops.bench.binlog import private_binlog_server
+from ops.bench.graph import Graph, open_graph, pages, wiring_for
+from ops.bench.invalidation import edit_latencies, edit_pairs, set_titles
+from ops.bench.plan import EDIT_MARK, WARMUP_EDITS, Bench, BenchError, percentile, rounded, say, wait_for
+from ops.bench.services import process_group, services
+from storage.binlog import current_position
+from storage.database import close_engine
+from storage.redis import probe
+from storage.redis.keys import Keys
+from storage.redis.positions import RedisPositions
+
+__all__ = ["cdc_section"]
+
+CDC_NOTES, CDC_FOCI, CDC_BURST = 10_000, 400, 2_000
+
+
+def _cdc_command() -> list[str]:
+    return [sys.executable, "-c", "from worker.cli import main; main()", "cdc"]
+
+
+def _follows(log: Path) -> bool:
+    return "following the log" in log.read_text(errors="replace")
+
+
+def _figures(latencies: list[float], timeouts: int) -> dict[str, Any]:
+    return {"p50_ms": percentile(latencies, .5), "p95_ms": percentile(latencies, .95),
+            "edits": len(latencies) + timeouts, "timeouts": timeouts, "samples_ms": rounded(latencies)}
+
+
+def _sustained(bench: Bench, graph: Graph, notes: list[int],
+               positions: RedisPositions) -> dict[str, Any]:
+    started = time.perf_counter()
+    for i in range(CDC_BURST):
+        set_titles(graph, {notes[i % len(notes)]: f"{EDIT_MARK} {bench.run} r{i}"})
+    committed_s = time.perf_counter() - started
+    final = current_position(graph.url).to_text()
+    if not wait_for(lambda: positions.get() == final, 120, 0.02):
+        raise BenchError("graphrag cdc did not reach the server's log position within 120 s")
+    seconds = time.perf_counter() - started
+    say(f"change capture kept up with {CDC_BURST} transactions in {seconds:.1f} s "
+        f"({CDC_BURST / seconds:.0f}/s; committing them took {committed_s:.1f} s)")
+    return {"burst_transactions": CDC_BURST, "burst_s": seconds, "commit_s": committed_s,
+            "transactions_per_s": CDC_BURST / seconds}
+
+
+def cdc_section(bench: Bench) -> dict[str, Any]:
+    """The figures of the module docstring; the private server and every key are gone after."""
+    with private_binlog_server() as root:
+        side = dataclasses.replace(bench, mysql_url=root, run=f"{bench.run}-cdc", samples={})
+        graph = open_graph(side, CDC_NOTES)
+        try:
+            return _measure(side, graph)
+        finally:
+            close_engine(graph.engine)
+            probe.unlink_prefix(bench.client, side.base)
+
+
+def _measure(bench: Bench, graph: Graph) -> dict[str, Any]:
+    foci = pages(graph.ids, CDC_FOCI)
+    report = wiring_for(bench, graph, "main").rebuild(foci)
+    say(f"change capture: {report.count} snapshots of {len(foci)} foci on the private server")
+    edits = WARMUP_EDITS + bench.plan.edits
+    pairs = edit_pairs(bench, graph, foci, 2 * edits)
+    positions = RedisPositions(bench.client, Keys(bench.prefix("main")))
+    with services(bench, graph) as svc, httpx.Client(base_url=svc.base_url, timeout=10) as http, \
+            tempfile.TemporaryDirectory(prefix="graphrag-bench-cdc-") as tmp:
+        edit_latencies(bench, graph, svc, pairs[:WARMUP_EDITS], http, "hw")
+        webhook = _figures(*edit_latencies(bench, graph, svc, pairs[WARMUP_EDITS:edits], http, "h"))
+        log = Path(tmp) / "cdc.log"
+        with process_group(_cdc_command(), svc.env, log, partial(_follows, log), "graphrag cdc"):
+            edit_latencies(bench, graph, svc, pairs[edits:edits + WARMUP_EDITS], http, "cw",
+                           webhook=False)
+            cdc = _figures(*edit_latencies(bench, graph, svc, pairs[edits + WARMUP_EDITS:], http, "c",
+                                           webhook=False))
+            rate = _sustained(bench, graph, [p[0] for p in pairs], positions)
+    say(f"commit → fresh: webhook p50 {webhook['p50_ms']:.0f} / p95 {webhook['p95_ms']:.0f} ms, "
+        f"change capture p50 {cdc['p50_ms']:.0f} / p95 {cdc['p95_ms']:.0f} ms")
+    return {"notes": CDC_NOTES, "webhook": webhook, "cdc": cdc, **rate,
+            "fresh_p50_ms": cdc["p50_ms"], "fresh_p95_ms": cdc["p95_ms"]}

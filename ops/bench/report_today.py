@@ -1,0 +1,62 @@
+"""The report's sections for today's Doughnut, the RabbitMQ broker and change capture.
+
+Each renders one section of ``latest.json`` as markdown, or nothing when the run did not measure it
+(``--only``, or an older run).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["broker_lines", "cdc_lines", "today_lines"]
+
+
+def _fmt(value: Any) -> str:
+    return f"{value:,.0f}" if isinstance(value, int | float) and abs(value) >= 100 else f"{value:.3g}"
+
+
+def today_lines(r: dict[str, Any]) -> list[str]:
+    x = r.get("today")
+    if not x:
+        return []
+    b, m = x["rebuild"], x["memory"]
+    return ["## Today's Doughnut (focus-context)", "",
+            f"`{x['database']}`: {x['counts']['note']:,} notes, "
+            f"{x['counts']['note_wiki_title_cache']:,} link rows, {x['counts']['folder']:,} folders. "
+            f"Live compute at tokenLimit 2000 over {x['live_notes']} foci: p50 {_fmt(x['live_p50_ms'])} "
+            f"ms, p95 {_fmt(x['live_p95_ms'])} ms. SQL statements per context: "
+            f"{_fmt(x['sql_per_context_batched'])} batched (100 foci per batch) against "
+            f"{_fmt(x['sql_per_context_one_at_a_time'])} one focus at a time.", "",
+            f"Rebuild (one process, seedless order and one seed): {_fmt(b['snapshots_per_s'])} "
+            f"snapshots/s, {_fmt(b['sql_per_snapshot'])} SQL per snapshot. Redis: "
+            f"{_fmt(m['bytes_per_snapshot'])} B per snapshot with its trace (every tokenLimit up to "
+            f"the maximum answerable from it), {_fmt(m['all_bytes_per_snapshot'])} B with the fact "
+            f"index; the reverse index (`dep:*`) is {m['dep_index_share'] * 100:.1f}%.", ""]
+
+
+def broker_lines(r: dict[str, Any]) -> list[str]:
+    x, redis = r.get("invalidation_rabbitmq"), r.get("invalidation")
+    if not x:
+        return []
+    against = (f" (Redis broker in the same run: p50 {_fmt(redis['p50_ms'])} ms, p95 "
+               f"{_fmt(redis['p95_ms'])} ms, burst {_fmt(redis['burst_1000_s'])} s)") if redis else ""
+    return ["## RabbitMQ broker", "",
+            f"The invalidation measurement again with RabbitMQ (quorum queues, publisher confirms) as "
+            f"the broker: single edits p50 {_fmt(x['p50_ms'])} ms, p95 {_fmt(x['p95_ms'])} ms, "
+            f"{x['timeouts']} timeouts; burst of {x['burst_edits']:,} edits settled after "
+            f"{_fmt(x['burst_1000_s'])} s{against}.", ""]
+
+
+def cdc_lines(r: dict[str, Any]) -> list[str]:
+    x = r.get("cdc")
+    if not x:
+        return []
+    w, c = x["webhook"], x["cdc"]
+    return ["## Change capture", "",
+            f"A private MariaDB with a row-based binary log, {x['notes']:,} notes. Commit → fresh "
+            f"snapshot, one edit after another: webhook p50 {_fmt(w['p50_ms'])} ms, p95 "
+            f"{_fmt(w['p95_ms'])} ms; change capture (`graphrag cdc`, no webhook) p50 "
+            f"{_fmt(c['p50_ms'])} ms, p95 {_fmt(c['p95_ms'])} ms. Sustained: "
+            f"{x['burst_transactions']:,} single-row transactions read and enqueued in "
+            f"{_fmt(x['burst_s'])} s ({_fmt(x['transactions_per_s'])} transactions/s; committing "
+            f"them took {_fmt(x['commit_s'])} s).", ""]

@@ -1,0 +1,192 @@
+"""``graphrag cdc``: follow the database's binary log and enqueue the webhook's events.
+
+Start-up checks first (storage.binlog.check_server: ``log_bin``, ``binlog_format=ROW``,
+``binlog_row_image=FULL``, ``binlog_row_metadata=FULL`` on MariaDB, and the account's
+``REPLICATION SLAVE``, ``REPLICATION CLIENT`` and ``SELECT``), each gap named on one line and nothing
+started. Then the invariants:
+
+* **One instance at a time.** A lease in Redis (``lock:cdc``, a few seconds' TTL, renewed from a
+  thread). A second instance waits for it and takes over within one TTL of the first one's death;
+  an instance that loses its lease stops reading before another could start.
+* **Nothing committed is lost.** Each transaction's events are enqueued on the webhook's path (the
+  ``graphrag.process_events`` task, with publisher confirms on RabbitMQ) and only then is the
+  position after it stored (``<prefix>:cdc:position``, no TTL). After any crash the log is read again
+  from the stored boundary: a transaction may be enqueued twice, which only marks foci dirty twice.
+* **What row images cannot describe is rebuilt.** A DDL or TRUNCATE of a watched table, a
+  statement-logged change, or a stored position the server has purged → a logged full rebuild
+  (the nightly dispatcher), then it carries on from the server's current position.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from prometheus_client import CollectorRegistry, start_http_server
+
+from graphrag import GraphRagError
+from service.cdc import WATCHED, events_of
+from service.metrics import CdcMetrics
+from service.ports import Lease, PositionStore
+from storage.binlog import (
+    BinlogPosition,
+    BinlogUnavailable,
+    PositionPurged,
+    SchemaChanged,
+    Transaction,
+    check_server,
+    current_position,
+    stream,
+)
+from storage.redis.positions import RedisPositions
+from worker.cdc_lag import watched_lag
+from worker.celery_app import create_celery
+from worker.compose import Wiring
+from worker.server import celery_enqueuer
+from worker.settings import Settings
+
+__all__ = ["Capture", "run_cdc"]
+
+log = logging.getLogger("graphrag.cdc")
+_RECONNECT_S = 1.0
+
+
+def _now_iso() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@dataclass
+class Capture:
+    """One following of the log: where to read, what to enqueue, where to keep the position."""
+
+    url: str
+    server_id: int
+    model: str
+    positions: PositionStore
+    enqueue: Callable[[list[dict[str, Any]]], None]
+    full_rebuild: Callable[[str], None]
+    max_events: int
+    stop: threading.Event
+    metrics: CdcMetrics = field(default_factory=CdcMetrics.create)
+
+    def start(self) -> BinlogPosition:
+        stored = self.positions.get()
+        if stored is not None:
+            return BinlogPosition.from_text(stored)
+        here = current_position(self.url)
+        log.warning("no stored log position: starting at the server's current one (%s); snapshots "
+                    "of earlier edits come from the nightly rebuild or `graphrag rebuild --all`",
+                    here.to_text())
+        self.positions.put(here.to_text())
+        return here
+
+    def follow(self) -> None:
+        """Read until ``stop``; a purged position → full rebuild and on from the current one."""
+        while not self.stop.is_set():
+            try:
+                tables = set(WATCHED[self.model])
+                for item in stream(self.url, server_id=self.server_id, watched_tables=tables,
+                                   start=self.start(), stop=self.stop):
+                    self.apply(item)
+            except PositionPurged as err:
+                self.metrics.full_rebuilds.inc()
+                self.full_rebuild(f"the stored log position is no longer on the server ({err})")
+                self.positions.put(current_position(self.url).to_text())
+            except BinlogUnavailable as err:
+                log.warning("lost the log (%s); resuming from the stored position", err)
+                self.stop.wait(_RECONNECT_S)
+
+    def apply(self, item: Transaction | SchemaChanged) -> None:
+        if isinstance(item, SchemaChanged):
+            self.metrics.full_rebuilds.inc()
+            self.full_rebuild(f"{item.statement_kind} on {', '.join(item.tables)}")
+        else:
+            events = events_of(item.changes, model=self.model, occurred_at=_now_iso())
+            for start in range(0, len(events), self.max_events):
+                self.enqueue(events[start:start + self.max_events])
+            self.metrics.events.inc(len(events))
+        self.positions.put(item.position_after.to_text())
+        self.metrics.transactions.inc()
+
+
+def run_cdc(settings: Settings, stop: threading.Event, metrics_port: int | None = None) -> bool:
+    """Check, take the lease, follow the log until ``stop``; False when the lease was lost. With
+    ``metrics_port``, Prometheus metrics on ``http://0.0.0.0:<port>/metrics``."""
+    wiring = Wiring(settings)
+    model = wiring.source.model
+    check_server(settings.database_url, watched_tables=WATCHED[model])
+    lease = wiring.coordination.lock("cdc", ttl_ms=settings.cdc_lease_ms)
+    if not _await(lease, stop, settings.cdc_lease_ms):
+        return True
+    celery = create_celery(settings)
+
+    def full_rebuild(why: str) -> None:
+        log.warning("full rebuild: %s", why)
+        celery.send_task("graphrag.nightly_dispatch", queue="bulk")
+
+    registry = CollectorRegistry()
+    capture = Capture(settings.database_url, settings.cdc_server_id, model,
+                      RedisPositions(wiring.client, wiring.keys), celery_enqueuer(celery),
+                      full_rebuild, settings.webhook_max_events, stop, CdcMetrics.create(registry))
+    if metrics_port is not None:
+        start_http_server(metrics_port, registry=registry)
+    server = partial(_server_position, settings.database_url)
+    with _kept(lease, stop, every_s=settings.cdc_lease_ms / 3000) as lost, \
+            watched_lag(capture.metrics, capture.positions, server):
+        log.info("following the log of %s (%s profile)", settings.database_url.rsplit("@", 1)[-1],
+                 model)
+        capture.follow()
+    return not lost.is_set()
+
+
+def _server_position(url: str) -> str:
+    return current_position(url).to_text()
+
+
+def _await(lease: Lease, stop: threading.Event, ttl_ms: int) -> bool:
+    """Take the lease, waiting while another instance holds it; False if stopped first."""
+    said = False
+    while not lease.acquire():
+        if not said:
+            log.info("another instance follows the log; standing by")
+            said = True
+        if stop.wait(ttl_ms / 4000):
+            return False
+    return True
+
+
+@contextlib.contextmanager
+def _kept(lease: Lease, stop: threading.Event, *, every_s: float) -> Iterator[threading.Event]:
+    """Renew the lease from a thread; on losing it, set ``stop`` (and the yielded event)."""
+    lost, done = threading.Event(), threading.Event()
+
+    def renewed() -> bool:
+        try:
+            return lease.renew()
+        except GraphRagError as err:  # Redis unreachable: the lease may expire under us
+            log.error("cannot renew the change-capture lease: %s", err)
+            return False
+
+    def renew() -> None:
+        while not done.wait(every_s):
+            if not renewed():
+                log.error("lost the change-capture lease: stopping")
+                lost.set()
+                stop.set()
+                return
+
+    keeper = threading.Thread(target=renew, name="graphrag-cdc-lease", daemon=True)
+    keeper.start()
+    try:
+        yield lost
+    finally:
+        done.set()
+        keeper.join()
+        if not lost.is_set():
+            lease.release()
