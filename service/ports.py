@@ -9,6 +9,8 @@ Two sides (docs/architecture.md):
   write, generations, the reverse index and edit stamps), :class:`DirtyQueue` (foci waiting for a
   rebuild), :class:`Coordination` (expiring locks, flags and claims) and :class:`ProgressLog` (a
   full rebuild's progress).
+* :class:`QueueDepth` reads how many tasks wait on a broker queue (the nightly dispatcher's
+  back-pressure), whichever broker carries them (Redis or RabbitMQ).
 
 Every implementation raises only the service's own errors (``graphrag.errors``): a driver error is
 translated at the seam with ``raise ... from``, so no redis-py or SQLAlchemy type or exception ever
@@ -33,6 +35,7 @@ __all__ = [
     "NoteSource",
     "PositionStore",
     "ProgressLog",
+    "QueueDepth",
     "SnapshotCache",
 ]
 
@@ -231,3 +234,10 @@ class ProgressLog(Protocol):
     def done(self, run_id: str, count: int, *, errors: int, now_ms: int) -> None: ...
 
     def status(self) -> Mapping[str, int | str]: ...
+
+
+class QueueDepth(Protocol):
+    """The task broker's queues, as far as back-pressure needs them."""
+
+    def waiting(self, queue: str) -> int:
+        """Messages ready on ``queue`` (not yet delivered to a worker); 0 if it does not exist."""

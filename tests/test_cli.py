@@ -117,6 +117,20 @@ def test_bad_setting_names_the_variable(sample_db: str) -> None:
     assert_one_line_error(proc, 1, "GRAPHRAG_MAX_TOKEN_LIMIT")
 
 
+@pytest.mark.parametrize(("command", "url", "words"), [
+    ("worker", "amqp://guest:guest@127.0.0.1:1/", ("cannot reach the broker", "127.0.0.1:1")),
+    ("beat", "redis://127.0.0.1:1/0", ("cannot reach the broker", "127.0.0.1:1")),
+    ("worker", "amqp//guest@host/", ("CELERY_BROKER_URL", "must be Redis or RabbitMQ")),
+    ("worker", "amqp://guest:secret@:5672/", ("CELERY_BROKER_URL", "bad host or port")),
+])
+def test_an_unusable_broker_is_a_one_line_error(command: str, url: str, words: tuple[str]) -> None:
+    env = {"CELERY_BROKER_URL": url, "PATH": "/usr/bin:/bin"}
+    proc = subprocess.run([sys.executable, "-c", "from worker.cli import main; main()", command],
+                          capture_output=True, timeout=60, env=env)
+    assert_one_line_error(proc, 1, "CELERY_BROKER_URL", *words)
+    assert b"secret" not in proc.stderr
+
+
 def test_load_sample_refuses_a_non_empty_table(sample_db: str) -> None:
     assert_one_line_error(graphrag("db", "load-sample", "--db", sample_db), 1, "not empty")
 

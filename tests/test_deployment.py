@@ -180,6 +180,17 @@ def test_the_two_redis_roles_are_wired_to_the_right_instance(
     assert flower_env["CELERY_BROKER_URL"] == environment(services["worker"])["CELERY_BROKER_URL"]
 
 
+def test_rabbitmq_is_an_opt_in_profile_with_a_durable_volume(
+    services: dict[str, dict[str, Any]],
+) -> None:
+    rabbit = services["rabbitmq"]
+    assert rabbit["profiles"] == ["rabbitmq"] and rabbit["hostname"] == "rabbitmq"
+    assert "rabbitmq-data:/var/lib/rabbitmq" in rabbit["volumes"]
+    assert "rabbitmq-diagnostics" in rabbit["healthcheck"]["test"]
+    assert all(str(port).startswith("127.0.0.1:") for port in rabbit.get("ports", []))
+    assert all("profiles" not in services[name] for name in PROJECT_SERVICES)
+
+
 def test_http_serves_on_all_interfaces(services: dict[str, dict[str, Any]]) -> None:
     http = services["http"]
     args = argv(http["command"])
@@ -383,11 +394,27 @@ def test_runbook_covers_the_operations(runbook: str, phrase: str) -> None:
     assert phrase in runbook
 
 
+def runbook_yaml(marker: str) -> str:
+    """The one YAML block of the runbook that contains ``marker``."""
+    blocks = re.findall(r"```yaml\n(.*?)```", RUNBOOK.read_text(encoding="utf-8"), re.S)
+    found = [b for b in blocks if marker in b]
+    assert len(found) == 1, f"expected one YAML block with {marker!r} in the runbook"
+    return textwrap.dedent(found[0])
+
+
 def runbook_override_text() -> str:
     """The override file the runbook offers for splitting realtime and bulk workers."""
-    blocks = re.findall(r"```yaml\n(.*?)```", RUNBOOK.read_text(encoding="utf-8"), re.S)
-    assert len(blocks) == 1, "expected one YAML block (the queue-split override) in the runbook"
-    return textwrap.dedent(blocks[0])
+    return runbook_yaml("worker-bulk:")
+
+
+def test_runbook_worker_host_file_runs_the_compose_worker_on_a_cluster(
+        compose: dict[str, Any]) -> None:
+    host = yaml.safe_load(runbook_yaml("docker-compose.worker.yml"))["services"]["worker"]
+    worker = compose["services"]["worker"]
+    assert host["command"] == worker["command"] and host["image"] == worker["image"]
+    assert host["healthcheck"]["test"] == worker["healthcheck"]["test"]
+    assert set(environment(worker)) < set(environment(host))
+    assert environment(host)["GRAPHRAG_REDIS_CLUSTER"] == "true"
 
 
 def test_runbook_queue_split_keeps_both_queues_and_the_configuration(compose: dict[str, Any]) -> None:

@@ -13,6 +13,14 @@ delivery guarantees above them (late acks, requeue on a lost worker process, pre
   the parking queues are declared when a worker starts, because RabbitMQ drops dead letters that no
   queue is bound for. The exchanges are topic exchanges, which Celery's native delayed delivery needs
   for countdowns on quorum queues (the debounced drains); a worker declares that topology too.
+  A parking queue keeps at most :data:`PARKED_MAX_LENGTH` messages (the oldest dropped first):
+  Celery gives short-lived messages (the sweep's ``expires``) an AMQP expiration, and RabbitMQ
+  dead-letters expired messages there too while no worker runs.
+
+Back-pressure reads queue depths through :class:`KombuQueueDepth`, the :class:`service.ports.QueueDepth`
+port on either broker (a passive declare: messages *ready*, not those a worker holds unacked).
+:func:`check_broker` is the start-up check of ``graphrag worker`` and ``graphrag beat``: one line
+naming the broker when it cannot be reached, instead of Celery's endless retries.
 """
 
 from __future__ import annotations
@@ -21,9 +29,18 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from celery import Celery
+from kombu.connection import Connection
 from kombu.entity import Exchange, Queue
+from kombu.exceptions import ChannelError, KombuError
+from kombu.utils.url import maybe_sanitize_url
 
-__all__ = ["QUEUES", "broker_conf", "declare_parking", "is_amqp", "parking_queue", "work_queue"]
+from graphrag.errors import GraphRagError
+
+__all__ = ["PARKED_MAX_LENGTH", "QUEUES", "KombuQueueDepth", "broker_conf", "check_broker",
+           "declare_parking", "is_amqp", "parking_queue", "work_queue"]
+
+#: parked messages kept per queue (the oldest is dropped beyond it)
+PARKED_MAX_LENGTH = 10_000
 
 QUEUES = ("realtime", "bulk")
 _AMQP = frozenset({"amqp", "amqps", "pyamqp"})
@@ -50,7 +67,8 @@ def parking_queue(name: str) -> Queue:
     inspects it, see ops/runbook.md)."""
     dlx = Exchange(f"{name}.dlx", type="direct", durable=True)  # type: ignore[no-untyped-call]
     return Queue(f"{name}.parked", dlx, routing_key=f"{name}.parked",  # type: ignore[no-untyped-call]
-                 durable=True, queue_arguments={"x-queue-type": "quorum"})
+                 durable=True, queue_arguments={"x-queue-type": "quorum",
+                                                "x-max-length": PARKED_MAX_LENGTH})
 
 
 def broker_conf(url: str, *, visibility_timeout_s: int, delivery_limit: int) -> dict[str, Any]:
@@ -62,6 +80,7 @@ def broker_conf(url: str, *, visibility_timeout_s: int, delivery_limit: int) -> 
         "task_default_exchange": "realtime", "task_default_exchange_type": "topic",
         "task_default_routing_key": "realtime",
         "broker_transport_options": {"confirm_publish": True},
+        "worker_detect_quorum_queues": True,  # global QoS off: quorum queues refuse it
     }
 
 
@@ -72,3 +91,30 @@ def declare_parking(celery: Celery) -> None:
     with celery.connection_for_write() as conn:
         for name in QUEUES:
             parking_queue(name)(conn.default_channel).declare()  # type: ignore[no-untyped-call]
+
+
+class KombuQueueDepth:
+    """Messages ready on a queue of the Celery broker (0 while the queue does not exist yet)."""
+
+    def __init__(self, celery: Celery) -> None:
+        self._celery = celery
+
+    def waiting(self, queue: str) -> int:
+        try:
+            with self._celery.connection_for_read() as conn:
+                declared = conn.default_channel.queue_declare(queue=queue, passive=True)
+                return int(declared.message_count)
+        except ChannelError:
+            return 0
+
+
+def check_broker(url: str, *, attempts: int = 3) -> None:
+    """Connect once (kombu's own retries, ``attempts`` tries about a second apart); a
+    :class:`GraphRagError` naming the broker and the cause when it cannot be reached."""
+    with Connection(url, connect_timeout=2) as conn:  # type: ignore[no-untyped-call]
+        try:
+            conn.ensure_connection(max_retries=attempts, interval_start=0.5, interval_step=0.5)
+        except (KombuError, *conn.connection_errors, *conn.channel_errors, OSError) as err:
+            cause = str(err).strip().splitlines()[0] if str(err).strip() else err.__class__.__name__
+            raise GraphRagError(f"CELERY_BROKER_URL: cannot reach the broker at "
+                                f"{maybe_sanitize_url(url)} ({cause})") from err

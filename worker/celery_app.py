@@ -17,12 +17,13 @@ from typing import Any
 from celery import Celery
 from celery.schedules import crontab
 from celery.signals import worker_init, worker_process_init, worker_ready
-from kombu.exceptions import ChannelError, OperationalError
+from kombu.exceptions import OperationalError
 
 from service.events import sibling_radius
+from service.ports import QueueDepth
 from tasks.jobs import sweep
 from tasks.runtime import Runtime, configure, current
-from worker.broker import broker_conf, declare_parking, is_amqp
+from worker.broker import KombuQueueDepth, broker_conf, declare_parking, is_amqp
 from worker.compose import Wiring, wall_ms
 from worker.settings import Settings
 
@@ -69,12 +70,9 @@ def _schedule(settings: Settings) -> dict[str, dict[str, object]]:
 
 
 def queue_size(celery: Celery, queue: str) -> int:
-    """Messages waiting in ``queue`` (0 when it does not exist yet)."""
-    try:
-        with celery.connection_for_read() as conn:
-            return int(conn.default_channel.queue_declare(queue=queue, passive=True).message_count)
-    except ChannelError:
-        return 0
+    """Messages waiting in ``queue`` (0 when it does not exist yet), on either broker."""
+    queues: QueueDepth = KombuQueueDepth(celery)
+    return queues.waiting(queue)
 
 
 def build_runtime(settings: Settings, celery: Celery, *, redis_client: Any = None) -> Runtime:

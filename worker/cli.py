@@ -189,11 +189,14 @@ def compare_command(note_ids: tuple[int, ...], database_url: str | None, token_l
 @click.option("--loglevel", default="info", show_default=True)
 @reports_errors
 def worker(concurrency: int, queues: str, loglevel: str) -> None:
-    """Run a Celery worker (same as `celery -A worker.app worker`)."""
+    """Run a Celery worker (same as `celery -A worker.app worker`, after checking the broker)."""
+    from worker.broker import check_broker
     from worker.celery_app import create_celery
     from worker.settings import load_settings
 
-    celery = create_celery(load_settings())
+    settings = load_settings()
+    check_broker(settings.broker_url)
+    celery = create_celery(settings)
     celery.worker_main(["worker", f"--concurrency={concurrency}", f"--queues={queues}",
                         f"--loglevel={loglevel}"])
 
@@ -214,11 +217,15 @@ def cdc(loglevel: str, metrics_port: int | None) -> None:
 @click.option("--loglevel", default="info", show_default=True)
 @reports_errors
 def beat(loglevel: str) -> None:
-    """Run the single-instance scheduler (same as `celery -A worker.app beat`)."""
+    """Run the single-instance scheduler (same as `celery -A worker.app beat`, after checking the
+    broker)."""
+    from worker.broker import check_broker
     from worker.celery_app import create_celery
     from worker.settings import load_settings
 
-    create_celery(load_settings()).start(["beat", f"--loglevel={loglevel}"])
+    settings = load_settings()
+    check_broker(settings.broker_url)
+    create_celery(settings).start(["beat", f"--loglevel={loglevel}"])
 
 
 @main.command()

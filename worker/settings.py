@@ -10,6 +10,7 @@ import base64
 import binascii
 from pathlib import Path
 from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -98,6 +99,13 @@ class Settings(BaseSettings):
         if scheme not in _BROKER_SCHEMES:
             raise ValueError(f"the broker must be Redis or RabbitMQ ({', '.join(_BROKER_SCHEMES)}"
                              f"://...), not {scheme or value!r}")
+        parts = urlsplit(value)
+        try:
+            port_ok = parts.port != 0
+        except ValueError:  # not a number
+            port_ok = False
+        if scheme != "memory" and not (parts.hostname and port_ok):
+            raise ValueError(f"bad host or port {parts.netloc.rpartition('@')[2]!r}")  # no password
         return value
 
     @field_validator("webhook_secret")

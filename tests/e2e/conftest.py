@@ -100,12 +100,13 @@ def broker_database(base_url: str) -> Iterator[str]:
 class Worker:
     """One ``celery -A worker.app worker`` process group, logging to a file."""
 
-    def __init__(self, env: dict[str, str], log_path: Path, *, concurrency: int = 2) -> None:
+    def __init__(self, env: dict[str, str], log_path: Path, *, concurrency: int = 2,
+                 app: str = "worker.app", queues: str = "realtime,bulk") -> None:
         self.env, self.log_path = env, log_path
         self.name = f"e2e-{uuid.uuid4().hex[:8]}@%h"
         self.command = [
-            sys.executable, "-m", "celery", "-A", "worker.app", "worker",
-            f"--concurrency={concurrency}", "-Q", "realtime,bulk", "--loglevel=info",
+            sys.executable, "-m", "celery", "-A", app, "worker",
+            f"--concurrency={concurrency}", "-Q", queues, "--loglevel=info",
             "--without-gossip", "--without-mingle", "--without-heartbeat", "-n", self.name,
         ]
         self.proc: subprocess.Popen[bytes] | None = None

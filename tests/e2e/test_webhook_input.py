@@ -449,11 +449,12 @@ def test_without_a_secret_the_route_answers_503(tmp_path: Path) -> None:
     engine.dispose()
 
 
+@pytest.mark.parametrize("broker", ["redis://127.0.0.1:1/0", "amqp://guest:guest@127.0.0.1:1/"])
 def test_an_unreachable_broker_is_503_through_the_real_celery_enqueuer(
-    tmp_path: Path, guard: RedisCoordination
+    tmp_path: Path, guard: RedisCoordination, broker: str
 ) -> None:
     """The production enqueuer on a broker nothing listens on: 503, nothing claimed, retry works."""
-    settings = Settings(**{"CELERY_BROKER_URL": "redis://127.0.0.1:1/0"})  # type: ignore[arg-type]
+    settings = Settings(**{"CELERY_BROKER_URL": broker})  # type: ignore[arg-type]
     engine = open_engine(f"sqlite:///{tmp_path / 'notes.db'}")
     reader = reader_on(engine, guard)
     working = Recorder()

@@ -6,7 +6,8 @@ grandchildren, link notes across it) that the edit tests work on, and a generate
 notes that gives the SIGKILL test several drain batches to interrupt. Every note has snapshots for
 all three strategies, two seeds and layered's two tokenLimits (8 per note), written first by a full
 rebuild in this process. The HTTP app (:func:`worker.server.build_http_app`) runs in-process under
-TestClient and enqueues to the real broker; the worker is ``celery -A worker.app worker``.
+TestClient and enqueues to the real broker; the worker is ``celery -A worker.app worker``. Every test
+of the running system runs twice, once per broker: Redis, and RabbitMQ in a private vhost.
 
 Each edit is made as Doughnut makes it: the SQL change is committed, then the signed webhook is sent.
 The tests then poll Redis (bounded) until every affected snapshot shows the change.
@@ -51,6 +52,8 @@ from tests.e2e.conftest import (
     wait_until,
     worker_env,
 )
+from tests.services.plugin import entered
+from tests.services.rabbitmq import rabbitmq_vhost
 from tests.storage.graphs import all_uris
 from tests.support import DAY_MS, NOW_MS, Graph, drain_lock_tokens
 from worker.compose import Wiring
@@ -124,6 +127,11 @@ class System:
     http: TestClient
     workers: Workers
     wiring: Wiring
+
+    @property
+    def broker(self) -> str:
+        """``redis`` or ``amqp``: the scheme of the broker URL."""
+        return self.settings.broker_url.split(":", 1)[0]
 
     # -- database ----------------------------------------------------------------------------------
     def sql(self, statement: str, **params: Any) -> None:
@@ -201,11 +209,22 @@ class System:
         return latency
 
 
+@pytest.fixture(scope="module", params=["redis", pytest.param("rabbitmq", marks=pytest.mark.rabbitmq)])
+def broker_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Every test of the running system runs once per broker: a Redis database of its own, or
+    RabbitMQ in a private vhost (durable quorum queues, publisher confirms, a delivery limit)."""
+    if request.param == "redis":
+        with broker_database(redis_url()) as url:
+            yield url
+    else:
+        yield from entered(rabbitmq_vhost)
+
+
 @pytest.fixture(scope="module")
-def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[System]:
+def system(tmp_path_factory: pytest.TempPathFactory, broker_url: str) -> Iterator[System]:
     base_redis = redis_url()
     connect(base_redis, "the snapshot store").close()
-    with mariadb_database() as db_url, broker_database(base_redis) as broker_url:
+    with mariadb_database() as db_url:
         database_url = url_string(db_url)
         engine = open_engine(database_url)
         create_tables(engine)
@@ -496,7 +515,8 @@ def test_single_edit_latency(system: System) -> None:
     for note_id in (*range(60, 67), 20, 21, 22):
         system.settle()
         latencies.append(assert_renamed(system, note_id, title(note_id), f"Title-{note_id:04d}-v2"))
-    FIGURES["single-edit latencies (ms)"] = ", ".join(f"{s * 1000:.0f}" for s in latencies)
+    FIGURES[f"single-edit latencies (ms), broker {system.broker}"] = ", ".join(
+        f"{s * 1000:.0f}" for s in latencies)
     assert max(latencies) < FRESH_WITHIN_S
 
 
@@ -523,8 +543,8 @@ def test_sigkill_mid_batch_loses_no_rebuild(system: System) -> None:
     remaining = system.dirty.size()
     assert remaining > 0, "the drain finished before the kill: nothing was interrupted"
     rewritten = sum(env.computed_at_ms >= edited_at_ms for env in system.envelopes().values())
-    FIGURES["SIGKILL"] = (f"killed with {remaining} of {peak} dirty notes left, "
-                          f"{rewritten} snapshots already rewritten")
+    FIGURES[f"SIGKILL, broker {system.broker}"] = (
+        f"killed with {remaining} of {peak} dirty notes left, {rewritten} snapshots already rewritten")
 
     # an edit that arrives while no worker runs waits in the broker
     late = live[len(live) // 2]
@@ -536,7 +556,7 @@ def test_sigkill_mid_batch_loses_no_rebuild(system: System) -> None:
     successor = system.workers.start()
     wait_until(system.quiet, timeout_s=120, what="the new worker drains everything the old one left",
                details=successor.tail, interval_s=0.1)
-    FIGURES["recovery after SIGKILL"] = (
+    FIGURES[f"recovery after SIGKILL, broker {system.broker}"] = (
         f"{time.perf_counter() - restarted:.1f} s from starting the new worker to an empty dirty set "
         "(includes waiting out the dead worker's drain lock)")
 
@@ -549,7 +569,7 @@ def test_sigkill_mid_batch_loses_no_rebuild(system: System) -> None:
     started = time.perf_counter()
     report = audit(system.service, system.store, sample=len(envelopes) + 100,
                    now_ms=time.time_ns() // 1_000_000, rng=random.Random(0), worst=10)
-    FIGURES["audit of every snapshot after recovery"] = (
+    FIGURES[f"audit of every snapshot after recovery, broker {system.broker}"] = (
         f"{report.sampled} sampled, {report.stale} stale, {time.perf_counter() - started:.1f} s")
     assert report.sampled == len(envelopes)
     assert report.stale == 0, report.to_json()

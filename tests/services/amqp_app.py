@@ -28,29 +28,21 @@ from celery.exceptions import Reject
 from celery.signals import worker_init, worker_ready
 from kombu import Exchange, Queue
 
+from worker import broker
+from worker.broker import parking_queue
+
 __all__ = ["app", "create_app", "parking_queue", "work_queue"]
 
 DEFAULT_URL = "amqp://guest:guest@127.0.0.1:5672/"
 
 
 def work_queue(name: str, delivery_limit: int, exchange_type: str = "topic") -> Queue:
-    """A durable quorum queue that parks a message after ``delivery_limit`` redeliveries."""
-    return Queue(
-        name, Exchange(name, type=exchange_type, durable=True), routing_key=name, durable=True,
-        queue_arguments={
-            "x-queue-type": "quorum",
-            "x-delivery-limit": delivery_limit,
-            "x-dead-letter-exchange": f"{name}.dlx",
-            "x-dead-letter-routing-key": f"{name}.parked",
-        },
-    )
-
-
-def parking_queue(name: str) -> Queue:
-    """Where RabbitMQ dead-letters ``name``'s poison messages (nobody consumes it)."""
-    return Queue(f"{name}.parked", Exchange(f"{name}.dlx", type="direct", durable=True),
-                 routing_key=f"{name}.parked", durable=True,
-                 queue_arguments={"x-queue-type": "quorum"})
+    """The service's durable quorum queue (:func:`worker.broker.work_queue`), optionally on an
+    exchange of another type."""
+    queue = broker.work_queue(name, delivery_limit)
+    if exchange_type != "topic":
+        queue.exchange = Exchange(name, type=exchange_type, durable=True)
+    return queue
 
 
 def create_app(url: str, queue: str, delivery_limit: int, exchange_type: str = "topic") -> Celery:
