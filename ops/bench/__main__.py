@@ -24,6 +24,7 @@ import httpx
 
 from graphrag import GraphRagError
 from ops.bench.cdc import cdc_section
+from ops.bench.cluster import cluster_section
 from ops.bench.graph import Graph, graph_counts, machine_info, open_graph, pages
 from ops.bench.invalidation import broker_section, restore_titles, services_section
 from ops.bench.live import live_section
@@ -63,6 +64,13 @@ def _rabbitmq(bench: Bench, graph: Graph, foci: list[int], results: dict[str, An
         restore_titles(graph)
 
 
+def _cluster(bench: Bench, graph: Graph, foci: list[int], results: dict[str, Any]) -> None:
+    try:
+        results["invalidation_cluster"] = cluster_section(bench, graph, foci)
+    finally:
+        restore_titles(graph)
+
+
 def _live(bench: Bench, graph: Graph, foci: list[int], results: dict[str, Any]) -> None:
     results["live"] = live_section(bench, graph)
     if "reader" in results:
@@ -85,6 +93,7 @@ SECTIONS: dict[str, tuple[Section, tuple[str, ...]]] = {
     "profile": (lambda b, g, f, r: r.update(profile=profile_section(b, g, f)), ()),
     "services": (_services, ("rebuild",)),
     "rabbitmq": (_rabbitmq, ("rebuild",)),
+    "cluster": (_cluster, ("rebuild",)),
     "cdc": (lambda b, g, f, r: r.update(cdc=cdc_section(b)), ()),
     "scale": (lambda b, g, f, r: r.update(scale=scale_section(b, g)), ()),
     "today": (lambda b, g, f, r: r.update(today=today_section(b)), ()),

@@ -141,6 +141,9 @@ class Bench:
     client: Any
     seed: int = 0
     amqp_url: str = "amqp://guest:guest@127.0.0.1:5672"
+    #: the snapshots in a Redis Cluster (``redis_url`` names a node); the broker on ``broker_redis_url``
+    redis_cluster: bool = False
+    broker_redis_url: str | None = None
     run: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
     samples: dict[str, list[float]] = field(default_factory=dict)
 
@@ -158,5 +161,6 @@ class Bench:
     def settings(self, size: int, name: str, strategy: str = "wavefront") -> Settings:
         """Settings of a process keeping ``strategy`` snapshots under :meth:`prefix` ``(name)``."""
         return load_settings(database_url=self.db_url(size), redis_url=self.redis_url,
-                             redis_prefix=self.prefix(name), strategies=strategy,
+                             redis_cluster=self.redis_cluster, redis_prefix=self.prefix(name),
+                             strategies=strategy,
                              max_token_limit=MAX_TOKEN_LIMIT)

@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from ops.bench.report_today import broker_lines, cdc_lines, today_lines
+from ops.bench.report_today import broker_lines, cdc_lines, cluster_lines, today_lines
 
 __all__ = ["TARGETS", "Target", "render_markdown", "write_report"]
 
@@ -86,6 +86,8 @@ TARGETS = (
            at("invalidation.burst_1000_s")),
     Target("single-edit invalidation p95, RabbitMQ broker", "invalidation_rabbitmq.p95_ms", "<=", 250,
            "ms", at("invalidation_rabbitmq.p95_ms")),
+    Target("single-edit invalidation p95, Redis Cluster", "invalidation_cluster.p95_ms", "<=", 250,
+           "ms", at("invalidation_cluster.p95_ms")),
     Target("drain speed-up, 2 worker processes over 1", "scale.drain_speedup_2_vs_1", ">=", 1.7, "×",
            at("scale.drain_speedup_2_vs_1")),
     Target("Redis bytes per snapshot (tokenLimit 5000)", "memory.bytes_per_snapshot", "<=", 24 * KB,
@@ -273,7 +275,8 @@ PLOTS = {"reader_latency.png": "Reader latency (CDF)",
 def render_markdown(results: dict[str, Any], plots: Sequence[str] = ()) -> str:
     lines = [*_header(results), "## Targets", "", *targets_table(results)]
     for part in (reader_lines, live_lines, rebuild_lines, invalidation_lines, broker_lines,
-                 cdc_lines, scale_lines, memory_lines, today_lines, scaling_lines, profile_lines):
+                 cluster_lines, cdc_lines, scale_lines, memory_lines, today_lines, scaling_lines,
+                 profile_lines):
         lines += part(results)
     if plots:
         lines += ["## Plots", ""] + [f"![{PLOTS[p]}]({p})\n" for p in plots]

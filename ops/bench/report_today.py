@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["broker_lines", "cdc_lines", "today_lines"]
+__all__ = ["broker_lines", "cdc_lines", "cluster_lines", "today_lines"]
 
 
 def _fmt(value: Any) -> str:
@@ -32,6 +32,17 @@ def today_lines(r: dict[str, Any]) -> list[str]:
             f"{_fmt(m['bytes_per_snapshot'])} B per snapshot with its trace (every tokenLimit up to "
             f"the maximum answerable from it), {_fmt(m['all_bytes_per_snapshot'])} B with the fact "
             f"index; the reverse index (`dep:*`) is {m['dep_index_share'] * 100:.1f}%.", ""]
+
+
+def cluster_lines(r: dict[str, Any]) -> list[str]:
+    x = r.get("invalidation_cluster")
+    if not x:
+        return []
+    return ["## Redis Cluster", "",
+            f"The invalidation measurement again with the snapshots, dirty set and locks in a local "
+            f"{x['primaries']}-primary Redis Cluster (broker: the single Redis): single edits p50 "
+            f"{_fmt(x['p50_ms'])} ms, p95 {_fmt(x['p95_ms'])} ms, {x['timeouts']} timeouts; burst of "
+            f"{x['burst_edits']:,} edits settled after {_fmt(x['burst_1000_s'])} s.", ""]
 
 
 def broker_lines(r: dict[str, Any]) -> list[str]:

@@ -172,7 +172,7 @@ def service_env(bench: Bench, graph: Graph, broker_url: str, token: str, secret:
                GRAPHRAG_REDIS_PREFIX=prefix or bench.prefix("main"), CELERY_BROKER_URL=broker_url,
                GRAPHRAG_READER_TOKEN=token, GRAPHRAG_WEBHOOK_SECRET=secret,
                GRAPHRAG_STRATEGIES="wavefront", GRAPHRAG_MAX_TOKEN_LIMIT=str(MAX_TOKEN_LIMIT),
-               PYTHONUNBUFFERED="1")
+               GRAPHRAG_REDIS_CLUSTER=str(bench.redis_cluster).lower(), PYTHONUNBUFFERED="1")
     return env
 
 
@@ -202,7 +202,8 @@ def services(bench: Bench, graph: Graph, amqp_url: str | None = None) -> Iterato
     token, secret = credentials()
     port = _free_port()
     base_url = f"http://127.0.0.1:{port}"
-    broker = rabbitmq_broker(amqp_url) if amqp_url else redis_broker(bench.redis_url)
+    broker = (rabbitmq_broker(amqp_url) if amqp_url
+              else redis_broker(bench.broker_redis_url or bench.redis_url))
     with broker as (broker_url, idle), tempfile.TemporaryDirectory(prefix="graphrag-bench-") as tmp:
         env = service_env(bench, graph, broker_url, token, secret)
         log = Path(tmp) / "worker.log"
