@@ -110,6 +110,6 @@ def _edits(bench: Bench, graph: Graph, foci: list[int]) -> dict[str, Any]:
     notes = random.Random(bench.seed + 8).sample(plain, min(bench.plan.burst_notes, len(plain)))
     wiring = wiring_for(bench, graph, "main")
     with services(bench, graph) as svc, httpx.Client(base_url=svc.base_url, timeout=10) as http:
-        single = single_edits(bench, graph, svc, pairs, http)
+        single = single_edits(bench, graph, svc, pairs, http, "c")
         wait_for(lambda: broker_idle(svc) and wiring.dirty.size() == 0, 60, 0.05)
-        return {**single, **burst(bench, graph, svc, notes, http)}
+        return {**single, **burst(bench, graph, svc, notes, http, "c")}

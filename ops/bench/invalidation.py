@@ -121,10 +121,12 @@ def edit_latencies(bench: Bench, graph: Graph, svc: Services, pairs: Sequence[tu
 
 
 def single_edits(bench: Bench, graph: Graph, svc: Services, pairs: list[tuple[int, int]],
-                 http: httpx.Client) -> dict[str, Any]:
-    """The first ``WARMUP_EDITS`` (worker processes building their runtime) are reported apart."""
-    cold, _ = edit_latencies(bench, graph, svc, pairs[:WARMUP_EDITS], http, "w")
-    latencies, timeouts = edit_latencies(bench, graph, svc, pairs[WARMUP_EDITS:], http, "s")
+                 http: httpx.Client, tag: str = "") -> dict[str, Any]:
+    """The first ``WARMUP_EDITS`` (worker processes building their runtime) are reported apart.
+    ``tag`` keeps a section's titles apart from an earlier section's, whose snapshots may still
+    show them (restoring the titles in the database sends no event)."""
+    cold, _ = edit_latencies(bench, graph, svc, pairs[:WARMUP_EDITS], http, f"{tag}w")
+    latencies, timeouts = edit_latencies(bench, graph, svc, pairs[WARMUP_EDITS:], http, f"{tag}s")
     bench.samples["invalidation_ms"] = latencies
     say(f"single edits: p50 {percentile(latencies, .5):.0f} ms, p95 {percentile(latencies, .95):.0f} "
         f"ms, {timeouts} timeouts of {len(latencies) + timeouts} (warm-up: {rounded(cold)} ms)")
@@ -143,14 +145,14 @@ def _settled(wiring: Wiring, svc: Services, wanted: dict[int, bytes], peak: list
 
 
 def burst(bench: Bench, graph: Graph, svc: Services, notes: list[int],
-          http: httpx.Client) -> dict[str, Any]:
+          http: httpx.Client, tag: str = "") -> dict[str, Any]:
     """``burst_edits`` title edits over ``notes``, one webhook per round of edits; the time from the
     first edit until everything settled (see :func:`_settled`)."""
     rounds = math.ceil(bench.plan.burst_edits / len(notes))
     wiring = wiring_for(bench, graph, "main")
     started = time.perf_counter()
     for r in range(rounds):
-        titles = {n: f"{EDIT_MARK} {bench.run} b{r} {n}" for n in notes}
+        titles = {n: f"{EDIT_MARK} {bench.run} {tag}b{r} {n}" for n in notes}
         set_titles(graph, titles)
         post_events(http, svc.secret, notes)
     sample = random.Random(bench.seed + 5).sample(notes, min(20, len(notes)))
@@ -189,6 +191,6 @@ def broker_section(bench: Bench, graph: Graph, foci: list[int], amqp_url: str) -
     wiring = wiring_for(bench, graph, "main")
     with services(bench, graph, amqp_url) as svc, \
             httpx.Client(base_url=svc.base_url, timeout=10) as http:
-        single = single_edits(bench, graph, svc, pairs, http)
+        single = single_edits(bench, graph, svc, pairs, http, "r")
         wait_for(lambda: broker_idle(svc) and wiring.dirty.size() == 0, 60, 0.05)
-        return {**single, **burst(bench, graph, svc, notes, http), "broker": "rabbitmq"}
+        return {**single, **burst(bench, graph, svc, notes, http, "r"), "broker": "rabbitmq"}
