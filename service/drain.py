@@ -1,9 +1,9 @@
 """Draining the dirty set: rebuild dirty foci in batches and let go of them only once written.
 
 A drain *session* (:func:`drain_session`, what a worker's drain task runs) serves one batch at a
-time from whichever shard comes first in :meth:`DirtyQueue.ready` (urgent lanes first) and whose
-lock it can take at once: one worker per shard at a time, and as many shards in parallel as there
-are workers. The lock is held for one batch only, so between batches every session looks again for
+time, filled from the shards in :meth:`DirtyQueue.ready` order (urgent lanes first) whose locks it
+can take at once: one worker per shard at a time, and as many workers in parallel as there are shards
+with work. The locks are held for one batch only, so between batches every session looks again for
 urgent work: an edit waits for at most one batch of a hub's wide rebuild on each busy worker.
 
 Also the one place of the policy "a rebuild raced an edit: put the focus back" (:func:`requeue`),
@@ -50,8 +50,12 @@ def drain_once(
     A per-note error (bad data) is logged and the focus let go: retrying cannot help it.
     """
     taken = dirty.take(batch, shard=shard, settled_before_ms=settled_before_ms)
-    if not taken:
-        return None
+    return _rebuilt(dirty, rebuild_ids, taken, now_ms=now_ms) if taken else None
+
+
+def _rebuilt(dirty: DirtyQueue, rebuild_ids: Callable[[Iterable[int]], RebuildReport],
+             taken: list[tuple[int, float]], *, now_ms: int) -> DrainResult:
+    """Rebuild what was taken, then let go of it (or put back what raced an edit)."""
     report = rebuild_ids([note_id for note_id, _ in taken])
     for note_id, message in report.errors.items():
         log.error("rebuild of note %s failed: %s", note_id, message)
@@ -111,19 +115,21 @@ def _locked_batch(
     rebuild_ids: Callable[[Iterable[int]], RebuildReport], *, batch: int, now_ms: int,
     settled_before_ms: float, lock_ttl_ms: int, hold: Callable[[Lease], AbstractContextManager[object]],
 ) -> DrainResult | None:
-    for shard in dirty.ready(settled_before_ms=settled_before_ms):
-        lease = coordination.lock(f"drain:{shard}", ttl_ms=lock_ttl_ms)
-        if not lease.acquire():
-            continue  # another worker drains this shard
-        try:
-            with hold(lease):
-                result = drain_once(dirty, rebuild_ids, batch=batch, shard=shard, now_ms=now_ms,
-                                    settled_before_ms=settled_before_ms)
-        finally:
-            lease.release()
-        if result is not None:
-            return result
-    return None
+    """One batch from as many ready shards as it takes to fill it, each locked for the batch (in
+    :meth:`DirtyQueue.ready` order: urgent shards first), so a small edit touching foci of several
+    shards is still one batch; shards another worker holds are skipped."""
+    with contextlib.ExitStack() as held:
+        taken: list[tuple[int, float]] = []
+        for shard in dirty.ready(settled_before_ms=settled_before_ms):
+            if len(taken) >= batch:
+                break
+            lease = coordination.lock(f"drain:{shard}", ttl_ms=lock_ttl_ms)
+            if not lease.acquire():
+                continue  # another worker drains this shard
+            held.callback(lease.release)
+            held.enter_context(hold(lease))
+            taken += dirty.take(batch - len(taken), shard=shard, settled_before_ms=settled_before_ms)
+        return _rebuilt(dirty, rebuild_ids, taken, now_ms=now_ms) if taken else None
 
 
 def requeue(dirty: DirtyQueue, raced: Iterable[int], *, now_ms: int) -> int:

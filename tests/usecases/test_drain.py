@@ -101,12 +101,15 @@ def test_a_session_skips_shards_another_worker_holds(world: World) -> None:
     assert world.dirty.size() == 0
 
 
-def test_a_session_takes_one_shard_per_batch_and_lets_its_lock_go(world: World) -> None:
-    world.dirty.add(range(8), now_ms=1)
+def test_a_session_fills_a_batch_from_several_shards_and_lets_the_locks_go(world: World) -> None:
+    world.dirty.add(range(8), now_ms=1)  # two foci in each of the 4 shards
     seen: list[list[int]] = []
-    written = session(world, recording(seen), batch=100)
-    assert written == 8 and len(seen) == 4
-    assert all(len({i % 4 for i in batch}) == 1 for batch in seen)
+    assert session(world, recording(seen), batch=100) == 8
+    assert [sorted(batch) for batch in seen] == [list(range(8))]  # one batch, not one per shard
+    world.dirty.add(range(8), now_ms=2)
+    seen.clear()
+    assert session(world, recording(seen), batch=3) == 8
+    assert [len(batch) for batch in seen] == [3, 3, 2]
     for shard in range(4):
         assert world.coordination.lock(f"drain:{shard}", ttl_ms=1).acquire()
 
