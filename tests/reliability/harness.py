@@ -55,10 +55,11 @@ from service.context import ContextService
 from service.envelope import Envelope, decode_envelope
 from storage.database import open_engine
 from storage.redis.cache import RedisCache as SnapshotStore
-from storage.redis.client import mget
+from storage.redis.client import delete_prefix, mget
 from storage.redis.queue import RedisDirtySet as DirtySet
 from tests.conftest import mariadb_database, url_string
-from tests.e2e.conftest import Workers, broker_database, connect, redis_url, wait_until, worker_env
+from tests.e2e.conftest import Workers, wait_until, worker_env
+from tests.reliability.engines import AmqpLook, BrokerLook, Engines, Stranded, engines
 from tests.reliability.support import check_result
 from tests.support import drain_lock_tokens
 from tests.wiring import NoteStore, build_redis, build_service, build_snapshot_store, rebuild_notes
@@ -609,12 +610,6 @@ def live_drift(service: ContextService, envelopes: Iterable[Envelope]) -> int:
 QUEUES = ("realtime", "bulk")
 
 
-@dataclass(frozen=True)
-class Stranded:
-    task: str
-    delivered_at: float  # epoch seconds
-
-
 class Broker:
     """Read-only looks into kombu's keys in the broker's Redis database (its own database)."""
 
@@ -654,13 +649,13 @@ def _task_name(raw: bytes) -> str:
     return found.group(1).decode() if found else "?"
 
 
-def quiet(store: SnapshotStore, dirty: DirtySet, broker: Broker) -> bool:
+def quiet(store: SnapshotStore, dirty: DirtySet, broker: BrokerLook) -> bool:
     """Nothing dirty, no drain holding its lock, nothing queued, reserved or running."""
     return (dirty.size() == 0 and not drain_lock_tokens(store.redis, store.keys)
             and broker.backlog() == 0)
 
 
-def settle(store: SnapshotStore, dirty: DirtySet, broker: Broker, *, timeout_s: float,
+def settle(store: SnapshotStore, dirty: DirtySet, broker: BrokerLook, *, timeout_s: float,
            details: Callable[[], str] = lambda: "", stable_s: float = 1.0) -> float:
     """Wait (bounded) until :func:`quiet` holds for ``stable_s``; returns the seconds waited."""
     started = time.monotonic()
@@ -853,11 +848,11 @@ def background(target: Callable[[threading.Event], None], count: int = 1,
             thread.join(timeout=60)
 
 
-# -- a running system: MariaDB, Redis (shared server, own prefix), broker database, workers ------------
+# -- a running system: MariaDB, Redis (own prefix), a broker, workers ----------------------------------
 @dataclass
 class Stack:
-    """One MariaDB database, snapshots under a unique prefix, a claimed broker database, workers
-    (``celery -A worker.app worker`` process groups) and the HTTP app in-process."""
+    """One MariaDB database, snapshots under a unique prefix, a private broker, workers (``celery -A
+    worker.app worker`` process groups) and the HTTP app in-process, on the ``engines`` chosen."""
 
     env: dict[str, str]
     settings: Settings
@@ -865,10 +860,11 @@ class Stack:
     store: SnapshotStore
     service: ContextService
     dirty: DirtySet
-    broker: Broker
+    broker: BrokerLook
     http: TestClient
     workers: Workers
     celery: Celery
+    on: str  # the engines (tests.reliability.engines.ENGINES)
 
     def settle(self, timeout_s: float) -> float:
         return settle(self.store, self.dirty, self.broker, timeout_s=timeout_s,
@@ -882,26 +878,33 @@ class Stack:
         self.celery.send_task("graphrag.nightly_dispatch", queue="bulk", retry=False)
 
 
+def broker_look(chosen: Engines) -> tuple[BrokerLook, redis.Redis | None]:
+    """How to look into the broker of ``chosen``; the Redis client to close afterwards, if any."""
+    if chosen.name == "scaled":
+        return AmqpLook(chosen.broker_url), None
+    client = redis.Redis.from_url(chosen.broker_url, socket_timeout=5)
+    return Broker(client), client
+
+
 @contextlib.contextmanager
 def running_stack(folder: Path, rows: list[dict[str, Any]], settings_env: dict[str, str], *,
-                  workers: int) -> Iterator[Stack]:
-    """Set up everything (snapshots of every note written first, in this process), yield, and tear
-    down: workers stopped (also after a failure), keys under the prefix deleted, database dropped."""
-    base = redis_url()
-    connect(base, "the snapshot store").close()
-    with mariadb_database() as db_url, broker_database(base) as broker_url:
+                  workers: int, on: str = "single") -> Iterator[Stack]:
+    """Set up everything on the engines ``on`` names (:mod:`tests.reliability.engines`), snapshots
+    of every note written first, in this process; yield; and tear down: workers stopped (also after
+    a failure), keys under the prefix deleted, database and broker vhost or database dropped."""
+    with mariadb_database() as db_url, engines(on) as chosen:
         database_url = url_string(db_url)
         engine = open_engine(database_url)
         notes = NoteStore(engine)
         notes.create_table()
         notes.insert(rows)
         prefix = f"graphrag-reliability:{uuid.uuid4().hex}:v1"
-        env = {"GRAPHRAG_DATABASE_URL": database_url, "GRAPHRAG_REDIS_URL": base,
-               "GRAPHRAG_REDIS_PREFIX": prefix, "CELERY_BROKER_URL": broker_url,
+        env = {"GRAPHRAG_DATABASE_URL": database_url, **chosen.redis_env,
+               "GRAPHRAG_REDIS_PREFIX": prefix, "CELERY_BROKER_URL": chosen.broker_url,
                "GRAPHRAG_WEBHOOK_SECRET": SECRET, "GRAPHRAG_READER_TOKEN": TOKEN, **settings_env}
         settings = settings_from(env)
         client = build_redis(settings)
-        broker_client = redis.Redis.from_url(broker_url, socket_timeout=5)
+        look, broker_client = broker_look(chosen)
         service = build_service(settings)
         pool = Workers(worker_env(env), folder)
         try:
@@ -912,14 +915,15 @@ def running_stack(folder: Path, rows: list[dict[str, Any]], settings_env: dict[s
             for _ in range(workers):
                 pool.start()
             with TestClient(app, raise_server_exceptions=False) as http:
-                yield Stack(env, settings, engine, store, service, DirtySet(client, store.keys),
-                            Broker(broker_client), http, pool, create_celery(settings))
+                yield Stack(env, settings, engine, store, service,
+                            DirtySet(client, store.keys, shards=settings.dirty_shards), look, http,
+                            pool, create_celery(settings), on)
         finally:
             pool.stop_all()
-            for key in client.scan_iter(match=f"{prefix}:*", count=1000):
-                client.delete(key)
+            delete_prefix(client, prefix)
             client.close()
-            broker_client.close()
+            if broker_client is not None:
+                broker_client.close()
             service.store.engine.dispose()
             engine.dispose()
 

@@ -1,6 +1,8 @@
 """Concurrency and staleness (issue 6, item 1).
 
-A MariaDB graph of a few hundred notes; two real worker processes (concurrency 2 each, both queues).
+A MariaDB graph of a few hundred notes; two real worker processes (concurrency 2 each, both queues),
+once on one Redis (snapshots and broker) and once on the scaled-out engines (a 3-primary Redis Cluster
+for snapshots, dirty-set shards and locks; RabbitMQ as the broker), see tests/reliability/engines.py.
 A seeded random stream of edits is applied to the table the way Doughnut does (title and details
 updates, moves, soft deletes of a subtree with the link notes pointing into it, restores, new link
 notes and children, relinks), each commit followed by its signed webhook, several events per webhook
@@ -52,6 +54,7 @@ from tasks.jobs import drain
 from tasks.runtime import Runtime
 from tests.conftest import mariadb_database, url_string
 from tests.e2e.conftest import connect, redis_url
+from tests.reliability.engines import ENGINES
 from tests.reliability.harness import (
     Doughnut,
     background,
@@ -97,8 +100,9 @@ def _finished(progress: RebuildProgress, started_after_ms: int) -> bool:
     return int(status.get("startedAt", 0)) >= started_after_ms and bool(status.get("finishedAt"))
 
 
+@pytest.mark.parametrize("on", ENGINES)
 def test_random_edits_with_rebuilds_nightlies_and_write_backs_leave_no_stale_snapshot(
-    tmp_path_factory: pytest.TempPathFactory,
+    tmp_path_factory: pytest.TempPathFactory, on: str,
 ) -> None:
     note_count, event_count = sized(ci=250, full=400), sized(ci=800, full=10_000)
     nightlies = sized(ci=2, full=6)
@@ -106,7 +110,7 @@ def test_random_edits_with_rebuilds_nightlies_and_write_backs_leave_no_stale_sna
     rows = generated_rows(note_count, rng)
     env = {"GRAPHRAG_STRATEGIES": STRATEGIES, "GRAPHRAG_SEEDS": SEEDS,
            "GRAPHRAG_LAYERED_LIMITS": "2500,5000"}
-    with running_stack(tmp_path_factory.mktemp("concurrency"), rows, env, workers=2) as stack:
+    with running_stack(tmp_path_factory.mktemp("concurrency"), rows, env, workers=2, on=on) as stack:
         doughnut = Doughnut(stack.engine, rows, rng)
         known = [r["id"] for r in rows]  # append-only: the readers pick from it while edits go on
         reader = build_reader(stack.settings, stack.service, stack.store)
@@ -173,17 +177,17 @@ def test_random_edits_with_rebuilds_nightlies_and_write_backs_leave_no_stale_sna
             "stream seconds": round(stream_s, 1), "quiescence seconds": round(settle_s, 1),
         }
         print("\nconcurrency:", summary)
-        figure("concurrency: events / webhooks / after the last nightly",
+        figure(f"concurrency ({on}): events / webhooks / after the last nightly",
                f"{sent} / {webhooks} / {sent - tail_from} ({dict(doughnut.ops)})")
-        figure("concurrency: snapshots checked / stale / missing",
+        figure(f"concurrency ({on}): snapshots checked / stale / missing",
                f"{report.checked} / {len(report.stale)} / {len(report.missing)}")
-        figure("concurrency: snapshots differing from a live compute at asOf (informational)",
+        figure(f"concurrency ({on}): snapshots differing from a live compute at asOf (informational)",
                f"{drift} of {report.checked}")
-        figure("concurrency: reader reads by source", dict(reads))
-        figure("concurrency: seconds (stream, quiescence)", f"{stream_s:.1f}, {settle_s:.1f}")
+        figure(f"concurrency ({on}): reader reads by source", dict(reads))
+        figure(f"concurrency ({on}): seconds (stream, quiescence)", f"{stream_s:.1f}, {settle_s:.1f}")
         assert reads["live"] > 0, "no reader write-back happened"
         failures = _unexpected_task_errors(logs)
-        figure("concurrency: tasks that raised unexpectedly", dict(Counter(failures)) or 0)
+        figure(f"concurrency ({on}): tasks that raised unexpectedly", dict(Counter(failures)) or 0)
         assert failures == [], f"tasks raised unexpectedly: {Counter(failures)}"
         assert report.bad == 0, report.summary()
 

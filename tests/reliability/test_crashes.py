@@ -12,7 +12,10 @@
     interval x throttle); rather than idling up to 100 s, the test starts one more worker once the
     timeout has passed. No nightly rebuild runs here: it would repair what a lost event missed.
     The kills run in a module fixture and the check is the module's last test, so the tests between
-    run while the stranded messages wait out their visibility timeout.
+    run while the stranded messages wait out their visibility timeout. The same kills run on the
+    scaled-out engines too (a Redis Cluster for snapshots, dirty-set shards and locks; RabbitMQ as
+    the broker; two workers, the newest killed each time): RabbitMQ requeues what a killed worker
+    held when its connection closes, so that check follows the kills directly.
 (b) Two private ``redis-server`` instances, the cache and the broker, as deployed. The cache is
     flushed (FLUSHALL) under a running worker, then killed (-9) and restarted empty: while it is down
     the reader computes live and the webhook answers 503; afterwards a miss is computed live and
@@ -29,6 +32,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import random
 import re
 import threading
@@ -153,14 +157,15 @@ class SigkillRun:
     errors: list[BaseException]
 
 
-@pytest.fixture(scope="module")
-def sigkill_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SigkillRun]:
-    """Kill the worker's process group ``kills`` times during a stream of signed edits, every
-    other kill while a drain of the running worker holds its lock, and restart it each time."""
+@contextlib.contextmanager
+def _killed_stream(folder: Path, *, on: str, workers: int) -> Iterator[SigkillRun]:
+    """Kill the newest worker's process group ``kills`` times during a stream of signed edits,
+    every other kill while a drain holds a lock, and start a new worker each time (so ``workers``
+    keep running); yield the outcome with the stack still running."""
     kills = sized(ci=5, full=50)
     rng = random.Random(7_000 + kills)
     rows = generated_rows(sized(ci=150, full=250), rng)
-    with running_stack(tmp_path_factory.mktemp("sigkill"), rows, CRASH_ENV, workers=1) as stack:
+    with running_stack(folder, rows, CRASH_ENV, workers=workers, on=on) as stack:
         doughnut = Doughnut(stack.engine, rows, random.Random(11))
         sent: Counter[str] = Counter()
 
@@ -184,10 +189,16 @@ def sigkill_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SigkillRun
                          time.perf_counter() - started, errors)
 
 
-def test_sigkill_the_worker_repeatedly_during_a_stream_of_edits(sigkill_run: SigkillRun) -> None:
-    """The kills happened as planned; what they left is checked by the last test of this module,
-    once the messages they stranded became visible again (the tests between use that time)."""
-    run, kills = sigkill_run, sized(ci=5, full=50)
+@pytest.fixture(scope="module")
+def sigkill_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SigkillRun]:
+    """The kills on one Redis (kombu's Redis transport strands what a killed worker held)."""
+    with _killed_stream(tmp_path_factory.mktemp("sigkill"), on="single", workers=1) as run:
+        yield run
+
+
+def _kills_happened(run: SigkillRun) -> None:
+    """The kills happened as planned (figures printed and kept for the summary)."""
+    kills, on = sized(ci=5, full=50), run.stack.on
     assert run.errors == [], f"the edit stream failed: {run.errors[0]!r}"
     summary = {
         "kills": run.log.kills, "kills mid-drain": run.log.mid_drain,
@@ -197,14 +208,50 @@ def test_sigkill_the_worker_repeatedly_during_a_stream_of_edits(sigkill_run: Sig
         "stranded (unacknowledged by killed workers)": dict(_by_task(run.stranded)),
         "kill phase seconds": round(run.kill_s),
     }
-    print("\nsigkill:", summary)
-    figure("sigkill: kills / mid-drain / events",
+    print(f"\nsigkill ({on}):", summary)
+    figure(f"sigkill ({on}): kills / mid-drain / events",
            f"{run.log.kills} / {run.log.mid_drain} / {run.sent['events']} "
            f"({run.sent['webhooks']} webhooks)")
-    figure("sigkill: tasks in flight at the kills", dict(run.log.in_flight))
-    figure("sigkill: messages stranded by the killed workers", dict(_by_task(run.stranded)))
+    figure(f"sigkill ({on}): tasks in flight at the kills", dict(run.log.in_flight))
+    figure(f"sigkill ({on}): messages stranded by the killed workers", dict(_by_task(run.stranded)))
     assert run.log.kills == kills
     assert run.log.mid_drain >= max(1, kills // 4), f"too few kills landed mid-drain: {summary}"
+
+
+def _nothing_lost_or_stale(run: SigkillRun) -> None:
+    """After the stranded messages came back: nothing dirty, queued or parked; none stale or missing."""
+    stack = run.stack
+    waited = _recover(run)
+    settle_s = stack.settle(timeout_s=DRAIN_LOCK_TTL_S + sized(ci=120, full=240))
+    report = stack.check()
+    summary = {"stranded messages redelivered": dict(_by_task(run.stranded)),
+               "seconds waited for them here": round(waited), "quiescence seconds": round(settle_s),
+               "snapshots checked": report.checked, "stale": len(report.stale),
+               "missing": len(report.missing)}
+    print(f"\nafter the sigkills ({stack.on}):", summary)
+    figure(f"sigkill ({stack.on}): snapshots checked / stale / missing (lost rebuilds)",
+           f"{report.checked} / {len(report.stale)} / {len(report.missing)}")
+    figure(f"sigkill ({stack.on}): seconds (kill phase, waiting for stranded messages, "
+           "quiescence)", f"{run.kill_s:.0f}, {waited:.0f}, {settle_s:.0f}")
+    assert stack.dirty.size() == 0
+    assert stack.broker.backlog() == 0 and stack.broker.undeliverable() == 0
+    assert report.bad == 0, report.summary()
+
+
+def test_sigkill_the_worker_repeatedly_during_a_stream_of_edits(sigkill_run: SigkillRun) -> None:
+    """What the kills left is checked by the last test of this module, once the messages they
+    stranded became visible again (the tests between use that time)."""
+    _kills_happened(sigkill_run)
+
+
+def test_sigkill_workers_on_a_redis_cluster_and_rabbitmq(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The same kills with two workers on the scaled-out engines: drains of different shards run in
+    both; RabbitMQ requeues what a killed worker held at once, so the check follows directly."""
+    with _killed_stream(tmp_path_factory.mktemp("sigkill-scaled"), on="scaled", workers=2) as run:
+        _kills_happened(run)
+        assert run.stranded == []
+        _nothing_lost_or_stale(run)
 
 
 def _by_task(messages: list[Stranded]) -> Counter[str]:
@@ -553,19 +600,4 @@ def test_reader_with_redis_down_and_with_redis_and_mysql_down(outage: Outage) ->
 
 # -- (a), continued: after the kills -----------------------------------------------------------------
 def test_after_the_sigkills_nothing_is_dirty_lost_or_stale(sigkill_run: SigkillRun) -> None:
-    run, stack = sigkill_run, sigkill_run.stack
-    waited = _recover(run)
-    settle_s = stack.settle(timeout_s=DRAIN_LOCK_TTL_S + sized(ci=120, full=240))
-    report = stack.check()
-    summary = {"stranded messages redelivered": dict(_by_task(run.stranded)),
-               "seconds waited for them here": round(waited), "quiescence seconds": round(settle_s),
-               "snapshots checked": report.checked, "stale": len(report.stale),
-               "missing": len(report.missing)}
-    print("\nafter the sigkills:", summary)
-    figure("sigkill: snapshots checked / stale / missing (lost rebuilds)",
-           f"{report.checked} / {len(report.stale)} / {len(report.missing)}")
-    figure("sigkill: seconds (kill phase, waiting for stranded messages after the other tests, "
-           "quiescence)", f"{run.kill_s:.0f}, {waited:.0f}, {settle_s:.0f}")
-    assert stack.dirty.size() == 0
-    assert stack.broker.backlog() == 0 and stack.broker.undeliverable() == 0
-    assert report.bad == 0, report.summary()
+    _nothing_lost_or_stale(sigkill_run)
