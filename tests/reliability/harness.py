@@ -11,12 +11,14 @@ claiming, polling) and adds:
 * :func:`live_drift`: how many snapshots differ byte for byte from a live compute at their ``asOf``
   (sampling drift included: informational only);
 * :class:`Broker`: queue lengths, unacknowledged (reserved or running) messages and the messages a
-  killed worker stranded, read straight from the broker's Redis database;
+  killed worker stranded, read straight from the broker's Redis database (on RabbitMQ:
+  :class:`tests.reliability.engines.AmqpLook`);
 * :class:`RedisServer`: a private ``redis-server`` on a free port that the tests may kill and
   restart; :class:`TcpProxy`: a TCP proxy in front of MariaDB that can cut every connection and
   refuse new ones, then come back on the same port;
-* :func:`running_stack`: MariaDB database, snapshots under a unique prefix of the shared Redis, a
-  claimed broker database, worker processes and the HTTP app, all torn down afterwards.
+* :func:`running_stack`: MariaDB database, snapshots under a unique prefix, a private broker (on
+  one Redis, or on a Redis Cluster with RabbitMQ: :mod:`tests.reliability.engines`), worker
+  processes and the HTTP app, all torn down afterwards.
 """
 
 from __future__ import annotations
