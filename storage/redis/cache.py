@@ -68,7 +68,7 @@ from typing import Any
 from redis.exceptions import NoScriptError, ResponseError
 
 from service.envelope import Envelope, SnapshotKey
-from storage.redis.client import UNAVAILABLE, mget, translated, unavailable
+from storage.redis.client import UNAVAILABLE, evalsha, mget, translated, unavailable
 from storage.redis.keys import DEFAULT_PREFIX, Keys
 from storage.redis.scripts import BUMP_LUA, DELETE_LUA, INDEX_LUA, STAMP_LUA, WRITE_LUA
 
@@ -185,8 +185,7 @@ class RedisCache:
         """Advance each note's generation (strictly increasing even across key loss); pipelined."""
         ids = list(dict.fromkeys(note_ids))
         replies = self._execute(lambda p: [
-            p.execute_command("EVALSHA", self._bump.sha, 1, self.keys.generation(i),
-                              self.index_ttl_ms) for i in ids
+            evalsha(p, self._bump.sha, [self.keys.generation(i)], self.index_ttl_ms) for i in ids
         ])
         return {i: int(v) for i, v in zip(ids, replies, strict=True)}
 
@@ -202,8 +201,7 @@ class RedisCache:
             seq = int(self.redis.incr(self.keys.seq()))
         ttl_ms = self.touched_ttl_s * 1000
         self._execute(lambda p: [
-            p.execute_command("EVALSHA", self._stamp.sha, 1, self.keys.touched(i), seq, ttl_ms)
-            for i in ids
+            evalsha(p, self._stamp.sha, [self.keys.touched(i)], seq, ttl_ms) for i in ids
         ])
         return seq
 
@@ -243,7 +241,7 @@ class RedisCache:
         arg = -1 if generation is None else generation
         sha = self._delete.sha
         reply = self._execute(
-            lambda p: p.execute_command("EVALSHA", sha, len(script_keys), *script_keys, arg))[0]
+            lambda p: evalsha(p, sha, script_keys, arg))[0]
         if int(reply[0]) != 1:
             return False
         self._unindex({note_id: _ids(reply[2:])})
@@ -263,19 +261,17 @@ class RedisCache:
         for env in envelopes:
             focus = env.note_id
             key = self._snapshot_key(env.key)
-            pipe.execute_command(
-                "EVALSHA", self._write.sha, 3, key, self.keys.generation(focus), self.keys.shows(focus),
-                env.encode(), env.generation, self.hard_ttl_s * 1000, self.index_ttl_ms,
-                _id_list(env.depends_on),
-            )
+            evalsha(pipe, self._write.sha, [key, self.keys.generation(focus), self.keys.shows(focus)],
+                    env.encode(), env.generation, self.hard_ttl_s * 1000, self.index_ttl_ms,
+                    _id_list(env.depends_on))
         self._queue_index(pipe, foci_by_shown)
 
     def _queue_index(self, pipe: Any, foci_by_shown: Mapping[Any, Collection[int]]) -> None:
         for x, foci in foci_by_shown.items():
             members = list(foci)
             for at in range(0, len(members), _INDEX_CHUNK):
-                pipe.execute_command("EVALSHA", self._index.sha, 1, self.keys.dep(x), self.index_ttl_ms,
-                             *members[at : at + _INDEX_CHUNK])
+                evalsha(pipe, self._index.sha, [self.keys.dep(x)], self.index_ttl_ms,
+                        *members[at : at + _INDEX_CHUNK])
 
     def _unindex(self, stale: Mapping[int, Collection[Any]]) -> None:
         """SREM stale (focus, id) pairs, then put back any that a concurrent write made shown again."""

@@ -25,7 +25,7 @@ from typing import Any
 
 from redis.exceptions import NoScriptError
 
-from storage.redis.client import translated
+from storage.redis.client import evalsha, translated
 from storage.redis.keys import Keys
 from storage.redis.scripts import DIRTY_ADD_LUA, DIRTY_DONE_LUA, DIRTY_TAKE_LUA
 
@@ -161,7 +161,7 @@ class RedisDirtySet:
             for attempt in range(2):
                 pipe = self.redis.pipeline(transaction=False)
                 for which, lanes, args in calls:
-                    pipe.execute_command("EVALSHA", self._sha[which], 2, *lanes, *args)
+                    evalsha(pipe, self._sha[which], lanes, *args)
                 replies: list[Any] = pipe.execute(raise_on_error=False)
                 if attempt == 0 and any(isinstance(r, NoScriptError) for r in replies):
                     for script in _SCRIPTS:

@@ -1,0 +1,55 @@
+"""On a Redis Cluster the adapters route their script calls themselves: no extra round trip each.
+
+redis-py 8 finds the node of an ``EVALSHA`` by asking a server ``COMMAND GETKEYS`` (the command has
+"movable keys"), one synchronous round trip per script call inside every pipeline, unless the caller
+names the node (:func:`storage.redis.client.evalsha`). The servers' own command statistics show
+whether that happens: snapshot writes, generation bumps, edit stamps, dirty-set adds, takes and
+dones, and a focus deletion on the shared local 3-primary cluster must not raise the count of
+``COMMAND GETKEYS`` on any node, while the scripts themselves did run there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import redis
+
+from tests.contracts.backends import RedisBackend, backend_named
+from tests.contracts.test_cache import envelope
+from tests.services.redis_cluster import shared_cluster
+from tests.support import NOW_MS
+
+pytestmark = pytest.mark.redis
+
+
+def _calls(stat: str) -> int:
+    """Calls of one command (``INFO commandstats`` name) summed over every primary of the cluster."""
+    total = 0
+    for url in shared_cluster().urls:
+        with redis.Redis.from_url(url) as node:
+            total += int(node.info("commandstats").get(f"cmdstat_{stat}", {}).get("calls", 0))
+    return total
+
+
+@pytest.fixture
+def cluster() -> Iterator[Any]:
+    with backend_named("cluster") as backend:
+        assert isinstance(backend, RedisBackend)
+        yield backend
+
+
+def test_script_calls_on_a_cluster_ask_no_server_for_their_keys(cluster: Any) -> None:
+    getkeys, scripts = _calls("command|getkeys"), _calls("evalsha")
+    foci = list(range(1, 41))
+    accepted = cluster.cache.write_many([envelope(f, 1, [f + 100, f + 200]) for f in foci])
+    cluster.cache.bump_generations(foci)
+    cluster.cache.stamp_touched(foci)
+    cluster.dirty.add(foci, now_ms=NOW_MS)
+    taken = cluster.dirty.take(len(foci), settled_before_ms=NOW_MS + 1)
+    cluster.dirty.done(taken)
+    cluster.cache.delete_focus(foci[0])
+    assert accepted == [True] * len(foci) and len(taken) == len(foci)
+    assert _calls("evalsha") - scripts >= 3 * len(foci)  # writes, index updates, bumps, stamps, ...
+    assert _calls("command|getkeys") == getkeys
