@@ -10,7 +10,6 @@ Cache down: compute live and say so; database down: serve any snapshot, however 
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import random
 import time
@@ -121,9 +120,11 @@ class SnapshotReader:
         name = strategy if strategy is not None else self._default(note_id, token_limit, seed)
         ask = parse_ask(note_id, strategy=name, token_limit=token_limit, seed=seed, viewer=viewer,
                         fmt=fmt, seeds=c.seeds, max_token_limit=c.max_token_limit)
-        if ask.seed is None and not ask.traced:
-            ask = dataclasses.replace(ask, seed=self.rng.choice(c.seeds))
-        return dataclasses.replace(ask, stored_limit=self._stored_limit(ask))
+        seed = ask.seed
+        if seed is None and not ask.traced:
+            seed = self.rng.choice(c.seeds)
+        stored = self._stored_limit(ask.strategy, ask.token_limit, seed)
+        return Ask(ask.note_id, ask.strategy, seed, ask.token_limit, ask.viewer, ask.fmt, stored)
 
     def _default(self, note_id: int, token_limit: int | None, seed: int | None) -> str:
         """The default strategy; the other parameters are checked first (a bad one is a 400 even
@@ -133,15 +134,15 @@ class SnapshotReader:
             raise InvalidParameter("seed", "must be an integer")
         return self.strategies()[0]
 
-    def _stored_limit(self, ask: Ask) -> int | None:
-        c, mode = self.config, get_strategy(ask.strategy).limits
-        if ask.strategy not in self.strategies():
+    def _stored_limit(self, strategy: str, token_limit: int, seed: int | None) -> int | None:
+        c, mode = self.config, get_strategy(strategy).limits
+        if strategy not in self.strategies():
             return None
         if mode == "per-limit":
-            return ask.token_limit if ask.token_limit in c.layered_limits else None
-        if mode == "trace" and ask.seed is not None and ask.seed not in c.seeds:
+            return token_limit if token_limit in c.layered_limits else None
+        if mode == "trace" and seed is not None and seed not in c.seeds:
             return None
-        return c.max_token_limit if ask.token_limit <= c.max_token_limit else None
+        return c.max_token_limit if token_limit <= c.max_token_limit else None
 
     # -- paths ----------------------------------------------------------------------------------
     def _serve(self, ask: Ask) -> Served:
