@@ -137,9 +137,9 @@ def evalsha(target: Any, sha: str, keys: Sequence[str | bytes], *args: Any) -> A
     On a cluster the command goes to the node serving the first key's slot, which this function
     names itself (``target_nodes``): redis-py 8 otherwise asks a server ``COMMAND GETKEYS`` for every
     script call (EVALSHA has "movable keys"), one extra round trip each, which halved the rebuild
-    rate on a cluster. If a slot moves meanwhile, the node answers MOVED: a pipeline resends that
-    command routed by redis-py; a direct call fails as unavailable and the caller retries, by when
-    the client has learnt the new slot map.
+    rate on a cluster. If a slot has moved meanwhile, the node answers MOVED and the pipeline resends
+    that one command on its own, routed by redis-py from its keys (the adapters call this on
+    pipelines only).
     """
     if is_cluster(target) and keys:
         return target.execute_command("EVALSHA", sha, len(keys), *keys, *args,
