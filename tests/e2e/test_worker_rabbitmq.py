@@ -31,7 +31,7 @@ from tests.e2e.conftest import FIGURES, LATENCIES, Workers, connect, redis_url, 
 from tests.e2e.test_worker_e2e import hand_graph
 from tests.reliability.harness import SECRET, TOKEN, now_iso, post_events, settings_from
 from tests.reliability.support import graphrag
-from tests.services.rabbitmq import rabbitmqctl
+from tests.services.rabbitmq import list_queues
 from worker.celery_app import create_celery, queue_size
 from worker.compose import Wiring
 from worker.server import build_http_app
@@ -90,10 +90,7 @@ def site(rabbitmq_module_url: str, tmp_path_factory: pytest.TempPathFactory) -> 
 
 
 def _queues(url: str) -> dict[str, list[str]]:
-    vhost = url.rsplit("/", 1)[1]
-    out = rabbitmqctl("list_queues", "-p", vhost, "--no-table-headers", "name", "type", "durable",
-                      "arguments")
-    return {line.split("\t")[0]: line.split("\t")[1:] for line in out.splitlines() if line.strip()}
+    return list_queues(url, "type", "durable", "arguments")
 
 
 def test_an_edit_reaches_its_snapshot_through_rabbitmq(site: Site) -> None:

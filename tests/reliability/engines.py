@@ -20,10 +20,9 @@ import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol
-from urllib.parse import unquote, urlsplit
 
 from tests.e2e.conftest import broker_database, connect, redis_url
-from tests.services.rabbitmq import rabbitmq_vhost, rabbitmqctl
+from tests.services.rabbitmq import list_queues, rabbitmq_vhost
 from tests.services.redis_cluster import shared_cluster
 
 __all__ = ["ENGINES", "AmqpLook", "BrokerLook", "Engines", "Stranded", "engines"]
@@ -58,16 +57,10 @@ class AmqpLook:
     unacknowledged together), Celery's delayed-delivery queues included."""
 
     def __init__(self, broker_url: str) -> None:
-        self.vhost = unquote(urlsplit(broker_url).path.lstrip("/"))
+        self.broker_url = broker_url
 
     def _counts(self) -> dict[str, int]:
-        out = rabbitmqctl("list_queues", "-p", self.vhost, "name", "messages", "--no-table-headers")
-        counts = {}
-        for line in out.splitlines():
-            name, _, messages = line.strip().rpartition("\t")
-            if name:
-                counts[name] = int(messages)
-        return counts
+        return {name: int(row[0]) for name, row in list_queues(self.broker_url, "messages").items()}
 
     def queued(self) -> int:
         return sum(n for name, n in self._counts().items() if not name.endswith(".parked"))

@@ -25,11 +25,11 @@ import subprocess
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 from tests.services import ServiceUnavailable
 
-__all__ = ["AMQP_URL_ENV", "DEFAULT_AMQP_URL", "rabbitmq_vhost", "rabbitmqctl"]
+__all__ = ["AMQP_URL_ENV", "DEFAULT_AMQP_URL", "list_queues", "rabbitmq_vhost", "rabbitmqctl"]
 
 AMQP_URL_ENV = "GRAPHRAG_TEST_AMQP_URL"
 CTL_ENV = "GRAPHRAG_TEST_RABBITMQCTL"
@@ -68,6 +68,14 @@ def rabbitmqctl(*args: str) -> str:
         raise ServiceUnavailable(f"rabbitmqctl {' '.join(args)} failed (exit {done.returncode}): "
                                  f"{(done.stderr or done.stdout).strip()[-1500:]}")
     return done.stdout
+
+
+def list_queues(amqp_url: str, *columns: str) -> dict[str, list[str]]:
+    """``rabbitmqctl list_queues`` of the vhost in ``amqp_url``: each queue's name -> ``columns``."""
+    vhost = unquote(urlsplit(amqp_url).path.lstrip("/"))
+    out = rabbitmqctl("list_queues", "-p", vhost, "--no-table-headers", "name", *columns)
+    rows = [line.split("\t") for line in out.splitlines() if line.strip()]
+    return {row[0]: row[1:] for row in rows}
 
 
 def _check_port(host: str, port: int) -> None:
