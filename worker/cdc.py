@@ -139,8 +139,9 @@ def run_cdc(settings: Settings, stop: threading.Event, metrics_port: int | None 
     server = partial(_server_position, settings.database_url)
     with _kept(lease, stop, every_s=settings.cdc_lease_ms / 3000) as lost, \
             watched_lag(capture.metrics, capture.positions, server):
-        log.info("following the log of %s (%s profile)", settings.database_url.rsplit("@", 1)[-1],
-                 model)
+        begin = capture.start()  # stored before the line below: what is committed after it is read
+        log.info("following the log of %s (%s profile) from %s",
+                 settings.database_url.rsplit("@", 1)[-1], model, begin.to_text())
         capture.follow()
     return not lost.is_set()
 
