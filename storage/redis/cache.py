@@ -12,8 +12,11 @@ Generations
     next bump starts from the server clock, i.e. above every generation handed out before (barring
     a server clock stepping back, or a burst of more bumps than microseconds right before the loss).
     A plain INCR would restart at 1 and let an in-flight, older rebuild overwrite a newer snapshot.
-    The global ``seq`` counter is the one key without a TTL: touched stamps are compared against it,
-    so it must never move backwards (a reset would requeue raced foci forever); it is one integer.
+    The global ``seq`` counter is the same clock and the one key without a TTL: touched stamps are
+    compared against it, so it must never move backwards (a reset would requeue every focus showing
+    a stamped note, on every rebuild, until the stamps expire a day later). Should it be lost anyway
+    (a Redis Cluster primary restarted empty while the stamps live on other primaries), the next
+    number starts from the server clock, above every stamp handed out before.
 
 Write = compare-and-set + reverse index, one round trip
     A snapshot of focus F shows notes X1..Xn (``dependsOn``). ``dep:{X}`` (X's slot) must contain F
@@ -70,7 +73,7 @@ from redis.exceptions import NoScriptError, ResponseError
 from service.envelope import Envelope, SnapshotKey
 from storage.redis.client import UNAVAILABLE, evalsha, mget, translated, unavailable
 from storage.redis.keys import DEFAULT_PREFIX, Keys
-from storage.redis.scripts import BUMP_LUA, DELETE_LUA, INDEX_LUA, STAMP_LUA, WRITE_LUA
+from storage.redis.scripts import BUMP_LUA, DELETE_LUA, INDEX_LUA, SEQ_LUA, STAMP_LUA, WRITE_LUA
 
 __all__ = ["INDEX_TTL_MARGIN_S", "RedisCache"]
 
@@ -123,6 +126,7 @@ class RedisCache:
         self._delete = redis_client.register_script(DELETE_LUA)
         self._bump = redis_client.register_script(BUMP_LUA)
         self._stamp = redis_client.register_script(STAMP_LUA)
+        self._seq = redis_client.register_script(SEQ_LUA)
         self._index = redis_client.register_script(INDEX_LUA)
 
     def _snapshot_key(self, key: SnapshotKey) -> str:
@@ -198,7 +202,7 @@ class RedisCache:
         """Take the next sequence number and stamp it on every edited note (never lowering a stamp)."""
         ids = list(dict.fromkeys(note_ids))
         with translated():
-            seq = int(self.redis.incr(self.keys.seq()))
+            seq = int(self._seq(keys=[self.keys.seq()]))
         ttl_ms = self.touched_ttl_s * 1000
         self._execute(lambda p: [
             evalsha(p, self._stamp.sha, [self.keys.touched(i)], seq, ttl_ms) for i in ids
@@ -307,5 +311,5 @@ class RedisCache:
             return replies
 
     def _load_scripts(self) -> None:
-        for script in (self._write, self._delete, self._bump, self._stamp, self._index):
+        for script in (self._write, self._delete, self._bump, self._stamp, self._seq, self._index):
             self.redis.script_load(script.script)

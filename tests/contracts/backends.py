@@ -64,6 +64,9 @@ class CacheBackend:
     def lose_generation(self, note_id: int) -> None:
         raise NotImplementedError
 
+    def lose_seq(self) -> None:
+        raise NotImplementedError
+
     def expire(self, key: SnapshotKey) -> None:
         raise NotImplementedError
 
@@ -94,6 +97,9 @@ class MemoryBackend(CacheBackend):
 
     def lose_generation(self, note_id: int) -> None:
         self.state.generations.pop(note_id, None)
+
+    def lose_seq(self) -> None:
+        self.state.seq = 0
 
     def expire(self, key: SnapshotKey) -> None:
         self.state.snapshots.pop(key, None)
@@ -136,6 +142,9 @@ class RedisBackend(CacheBackend):
 
     def lose_generation(self, note_id: int) -> None:
         self.client.delete(self.keys.generation(note_id))
+
+    def lose_seq(self) -> None:
+        self.client.delete(self.keys.seq())
 
     def _name(self, key: SnapshotKey) -> str:
         return self.keys.snapshot(key.note_id, key.strategy, key.seed, key.token_limit)

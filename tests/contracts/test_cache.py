@@ -238,6 +238,15 @@ class CacheContract:
         assert store.touched_since([5, 6, 7], before) == {5, 6}
         assert store.touched_since([5, 6, 7], stamp) == set()
 
+    def test_stamps_from_before_a_lost_sequence_are_not_newer_than_it(self, store: Any) -> None:
+        for _ in range(3):
+            store.stamp_touched([5])
+        self.backend.lose_seq()  # a cluster primary restarted empty, an eviction
+        read_by_a_rebuild = store.current_seq()
+        assert store.stamp_touched([6]) > read_by_a_rebuild
+        later = store.current_seq()
+        assert store.touched_since([5, 6], later) == set()  # else: requeued on every rebuild
+
     def test_an_unreachable_cache_raises_cache_unavailable(self) -> None:
         with backend_named(self.backend_name, connected=False) as down:
             store = down.cache
