@@ -36,7 +36,7 @@ import redis
 
 from tests.services import ServiceUnavailable
 
-__all__ = ["SLOT_COUNT", "ClusterInfo", "cluster_ready", "redis_cluster"]
+__all__ = ["SLOT_COUNT", "ClusterInfo", "ClusterNode", "cluster_ready", "redis_cluster"]
 
 SLOT_COUNT = 16384
 SERVER_ENV = "GRAPHRAG_TEST_REDIS_SERVER"
@@ -46,16 +46,47 @@ _SETTLE_TIMEOUT_S = 30.0
 _STOP_GRACE_S = 5.0
 
 
+class ClusterNode:
+    """One primary's ``redis-server``: started, killed and started again on the same ports and
+    ``nodes.conf``, so it rejoins with its slots (and, with no persistence, no data)."""
+
+    def __init__(self, server: str, directory: Path, port: int, bus_port: int) -> None:
+        self.server, self.directory, self.port, self.bus_port = server, directory, port, bus_port
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> ClusterNode:
+        self.directory.mkdir(exist_ok=True)
+        self.proc = _start_node(self.server, self.directory, self.port, self.bus_port)
+        _await_ping(self.proc, self.port, self.directory)
+        return self
+
+    def kill9(self) -> None:
+        """SIGKILL: whatever the node held is gone."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            _stop(self.proc)
+
+
 @dataclass(frozen=True, slots=True)
 class ClusterInfo:
-    """Where the cluster listens: ``urls`` of every primary, ``startup_url`` the one to hand out."""
+    """Where the cluster listens: ``urls`` of every primary, ``startup_url`` the one to hand out;
+    ``nodes`` the processes, for tests that kill and restart one."""
 
     urls: tuple[str, ...]
     startup_url: str
+    nodes: tuple[ClusterNode, ...] = ()
 
     @property
     def ports(self) -> tuple[int, ...]:
         return tuple(int(url.rsplit(":", 1)[1]) for url in self.urls)
+
+    def await_settled(self) -> None:
+        """Until every node reports the whole cluster healthy again (after a restart)."""
+        _await_settled(list(self.ports), len(self.urls))
 
 
 @contextmanager
@@ -69,15 +100,15 @@ def redis_cluster(tmp_path: Path, masters: int = 3) -> Iterator[ClusterInfo]:
     with ExitStack() as stack:
         stack.callback(shutil.rmtree, root, ignore_errors=True)
         ports = _free_ports(2 * masters)
-        nodes = [(ports[2 * i], ports[2 * i + 1]) for i in range(masters)]
-        for index, (port, bus_port) in enumerate(nodes):
-            proc = _start_node(server, root / f"node{index}", port, bus_port)
-            stack.callback(_stop, proc)
-            _await_ping(proc, port, root / f"node{index}")
-        _create(cli, [port for port, _ in nodes])
-        _await_settled([port for port, _ in nodes], masters)
-        urls = tuple(f"redis://127.0.0.1:{port}" for port, _ in nodes)
-        yield ClusterInfo(urls=urls, startup_url=urls[0])
+        nodes = tuple(ClusterNode(server, root / f"node{i}", ports[2 * i], ports[2 * i + 1])
+                      for i in range(masters))
+        for node in nodes:
+            stack.callback(node.stop)
+            node.start()
+        _create(cli, [node.port for node in nodes])
+        _await_settled([node.port for node in nodes], masters)
+        urls = tuple(f"redis://127.0.0.1:{node.port}" for node in nodes)
+        yield ClusterInfo(urls=urls, startup_url=urls[0], nodes=nodes)
 
 
 def cluster_ready(port: int, masters: int) -> bool:
@@ -110,7 +141,6 @@ def _free_ports(count: int) -> list[int]:
 
 
 def _start_node(server: str, directory: Path, port: int, bus_port: int) -> subprocess.Popen[bytes]:
-    directory.mkdir()
     argv = [
         server, "--port", str(port), "--cluster-port", str(bus_port), "--bind", "127.0.0.1",
         "--cluster-enabled", "yes", "--cluster-config-file", str(directory / "nodes.conf"),
