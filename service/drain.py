@@ -117,9 +117,11 @@ def _locked_batch(
 ) -> DrainResult | None:
     """One batch from as many ready shards as it takes to fill it, each locked for the batch (in
     :meth:`DirtyQueue.ready` order: urgent shards first), so a small edit touching foci of several
-    shards is still one batch; shards another worker holds are skipped."""
+    shards is still one batch; shards another worker holds are skipped. Urgent ids make a batch
+    of their own: the edits' nearest snapshots are written before any of the wide set is rebuilt."""
     with contextlib.ExitStack() as held:
         taken: list[tuple[int, float]] = []
+        urgent = True
         for shard in dirty.ready(settled_before_ms=settled_before_ms):
             if len(taken) >= batch:
                 break
@@ -128,7 +130,14 @@ def _locked_batch(
                 continue  # another worker drains this shard
             held.callback(lease.release)
             held.enter_context(hold(lease))
-            taken += dirty.take(batch - len(taken), shard=shard, settled_before_ms=settled_before_ms)
+            got = dirty.take(batch - len(taken), shard=shard, settled_before_ms=settled_before_ms,
+                             urgent_only=urgent)
+            if not got and urgent and taken:
+                break  # the urgent ids are taken; the wide ones wait for the next batch
+            if not got and urgent:
+                urgent = False  # nothing urgent is ready: a wide batch
+                got = dirty.take(batch, shard=shard, settled_before_ms=settled_before_ms)
+            taken += got
         return _rebuilt(dirty, rebuild_ids, taken, now_ms=now_ms) if taken else None
 
 

@@ -29,6 +29,9 @@ EVENT_TYPES = (
 #: The id field each kind of event names its subject with.
 SUBJECTS = {"note": "noteId", "folder": "folderId", "notebook": "notebookId"}
 _SUBTREE_TYPES = frozenset({"note.deleted", "note.restored"})
+#: An edited note with more children (or referring link notes) than this is a hub: its children's
+#: snapshots wait in the wide lane, so that one hub edit cannot fill the urgent lane.
+CLOSE_LIMIT = 32
 
 
 def _ids(values: Any) -> tuple[int, ...] | None:
@@ -107,8 +110,9 @@ def _near(notes: NoteSource, view: GraphView, parent: int, note: Skeleton, radiu
 
 
 def _neighbours(notes: NoteSource, edited: set[int], events: Sequence[NoteEvent],
-                radius: int) -> tuple[set[int], set[int]]:
-    """(the parents and targets the edited notes name, their nearby siblings)."""
+                radius: int) -> tuple[set[int], set[int], set[int]]:
+    """(the parents and targets the edited notes name, their nearby siblings, their children and
+    referring link notes where they have at most :data:`CLOSE_LIMIT` of each)."""
     view = GraphView()
     _load(notes, view, Need(notes=frozenset(edited)))
     skeletons = [s for s in (view.note(i) for i in edited) if s is not None]
@@ -116,12 +120,23 @@ def _neighbours(notes: NoteSource, edited: set[int], events: Sequence[NoteEvent]
     refs |= {r for e in events for r in e.mentioned()}
     parents = {p for p in (s.parent_id for s in skeletons) if p is not None}
     parents |= {e.before_parent_id for e in events if e.before_parent_id is not None}
-    _load(notes, view, Need(children=frozenset(parents)))
+    _load(notes, view, Need(children=frozenset(parents | edited), inbound=frozenset(edited)))
     near: set[int] = set()
     for s in skeletons:
         for p in {s.parent_id, *_old_parents(events, s.id)} - {None}:
             near.update(_near(notes, view, p, s, radius))  # type: ignore[arg-type]
-    return refs, near
+    return refs, near, _close(view, edited)
+
+
+def _close(view: GraphView, edited: set[int]) -> set[int]:
+    """The children and referring link notes of each edited note, unless it is a hub's (more than
+    :data:`CLOSE_LIMIT`): their snapshots show the note first, as their parent or target."""
+    close: set[int] = set()
+    for note_id in edited:
+        for ids in (view.children(note_id), view.inbound(note_id)):
+            if len(ids) <= CLOSE_LIMIT:
+                close.update(ids)
+    return close
 
 
 def _old_parents(events: Sequence[NoteEvent], note_id: int) -> list[int]:
@@ -133,8 +148,10 @@ def affected_foci(events: Sequence[NoteEvent], notes: NoteSource, snapshots: Sna
                   sibling_radius: int) -> tuple[set[int], set[int]]:
     """(urgent foci, every focus whose snapshots the events can change); stamps the edited notes.
 
-    The urgent ones are the edited notes and the parents and targets they name (before and after):
-    the snapshots an edit changes most, rebuilt before the rest (docs/architecture.md, "Draining").
+    The urgent ones are the edited notes, the parents and targets they name (before and after),
+    and — unless there are more than :data:`CLOSE_LIMIT` — their children and the link notes
+    pointing at them: the snapshots that show an edited note first, rebuilt in a batch of their own
+    before the rest (docs/architecture.md, "Draining").
     """
     events = [e for e in events if e.note_id is not None]  # the tree has only note events
     edited = {e.note_id for e in events if e.note_id is not None}
@@ -142,8 +159,9 @@ def affected_foci(events: Sequence[NoteEvent], notes: NoteSource, snapshots: Sna
     if changed_subtrees:
         edited |= notes.edit_scope(changed_subtrees)
     snapshots.stamp_touched(edited)  # before reading dep:X (see the module docstring)
-    refs, near = _neighbours(notes, edited, events, sibling_radius)
-    return edited | refs, edited | refs | near | snapshots.dependents(edited)
+    refs, near, close = _neighbours(notes, edited, events, sibling_radius)
+    dependents = snapshots.dependents(edited)
+    return edited | refs | (close & dependents), edited | refs | near | dependents
 
 
 def wiki_affected(events: Sequence[NoteEvent], notes: NoteSource,

@@ -194,10 +194,11 @@ class DirtyQueue(Protocol):
         (oldest first), then the rest by their oldest id."""
 
     def take(self, limit: int, *, shard: int | None = None,
-             settled_before_ms: float = float("inf")) -> list[tuple[int, float]]:
+             settled_before_ms: float = float("inf"), urgent_only: bool = False,
+             ) -> list[tuple[int, float]]:
         """Up to ``limit`` (id, score) pairs dirtied before ``settled_before_ms``, kept in the set:
         the oldest urgent ones first, the batch filled up with the oldest wide ones (of one shard,
-        or with ``shard=None`` of every shard)."""
+        or with ``shard=None`` of every shard); ``urgent_only``: no wide ones."""
 
     def done(self, taken: Sequence[tuple[int, float]]) -> int:
         """Remove the pairs whose score is unchanged since ``take``; how many were removed."""

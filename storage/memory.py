@@ -242,11 +242,12 @@ class MemoryDirtySet:
             return list(dict.fromkeys(order))
 
     def take(self, limit: int, *, shard: int | None = None,
-             settled_before_ms: float = float("inf")) -> list[tuple[int, float]]:
+             settled_before_ms: float = float("inf"), urgent_only: bool = False,
+             ) -> list[tuple[int, float]]:
         with self.state.lock:
             self.state.check()
             urgent, wide = self._lanes(shard, settled_before_ms)
-            return (urgent + wide)[:limit]
+            return (urgent if urgent_only else urgent + wide)[:limit]
 
     def done(self, taken: Sequence[tuple[int, float]]) -> int:
         with self.state.lock:

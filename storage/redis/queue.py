@@ -13,9 +13,9 @@ Invariants the scripts keep:
 * an id is removed only by ``done`` and only if its score is unchanged since ``take``, so a killed
   worker loses nothing and an edit during a rebuild is not forgotten (a moved id's new score
   differs, so it stays);
-* ``take`` reads the urgent lane first and returns wide ids only while the urgent lane holds none
-  that is settled, so a hub's thousands of dependents never delay the next edit's own note by more
-  than one batch.
+* ``take`` reads the urgent lane first and fills the batch up with wide ids (none with
+  ``urgent_only``, which the drains use to write the urgent ids as a batch of their own), so a hub's
+  thousands of dependents never delay the next edit's own note by more than one batch.
 """
 
 from __future__ import annotations
@@ -90,20 +90,23 @@ class RedisDirtySet:
         return list(dict.fromkeys(order))
 
     def take(self, limit: int, *, shard: int | None = None,
-             settled_before_ms: float = float("inf")) -> list[tuple[int, float]]:
+             settled_before_ms: float = float("inf"), urgent_only: bool = False,
+             ) -> list[tuple[int, float]]:
         if shard is None:
-            return self._take_all(limit, settled_before_ms)
-        replies = self._scripts([(1, self._lanes(shard), [_score_arg(settled_before_ms), limit])])
+            return self._take_all(limit, settled_before_ms, urgent_only)
+        args = [_score_arg(settled_before_ms), limit, int(urgent_only)]
+        replies = self._scripts([(1, self._lanes(shard), args)])
         return [(int(r[i]), float(r[i + 1])) for r in replies for i in range(0, len(r), 2)]
 
-    def _take_all(self, limit: int, settled_before_ms: float) -> list[tuple[int, float]]:
+    def _take_all(self, limit: int, settled_before_ms: float,
+                  urgent_only: bool) -> list[tuple[int, float]]:
         """Every shard's oldest, urgent lanes first (maintenance and tests; drains go by shard)."""
-        lanes = [self._lanes(s)[k] for k in (0, 1) for s in range(self._shards)]
+        n = self._shards
+        lanes = [self._lanes(s)[k] for k in ((0,) if urgent_only else (0, 1)) for s in range(n)]
         rows = self._pipelined([("zrangebyscore", lane, "-inf", _score_arg(settled_before_ms), 0, limit)
                                 for lane in lanes])
-        half = len(rows) // 2
         urgent, wide = ([(int(m), float(s)) for part in part_rows for m, s in part]
-                        for part_rows in (rows[:half], rows[half:]))
+                        for part_rows in (rows[:n], rows[n:]))
         return (sorted(urgent, key=_order) + sorted(wide, key=_order))[:limit]
 
     def done(self, taken: Sequence[tuple[int, float]]) -> int:

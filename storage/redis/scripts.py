@@ -111,7 +111,7 @@ return new
 DIRTY_TAKE_LUA = """
 local rows = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'WITHSCORES', 'LIMIT', 0, ARGV[2])
 local left = tonumber(ARGV[2]) - #rows / 2
-if left > 0 then
+if left > 0 and ARGV[3] ~= '1' then
   local wide = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[1], 'WITHSCORES', 'LIMIT', 0, left)
   for i = 1, #wide do rows[#rows + 1] = wide[i] end
 end

@@ -46,6 +46,15 @@ class DirtyQueueContract:
         assert dirty.done([(13, 2_000.0)]) == 1
         assert dirty.take(10, shard=1) == [(1, 1_000.0), (5, 1_000.0), (9, 1_000.0)]
 
+    def test_an_urgent_only_take_leaves_the_wide_lane_alone(self, dirty: Any) -> None:
+        dirty.add([1, 5], now_ms=1_000)
+        dirty.add([9, 13], now_ms=2_000, urgent=True)
+        assert dirty.take(10, shard=1, urgent_only=True) == [(13, 2_000.0), (9, 2_000.0)]
+        assert [i for i, _ in dirty.take(10, urgent_only=True)] == [13, 9]
+        assert dirty.done([(9, 2_000.0), (13, 2_000.0)]) == 2
+        assert dirty.take(10, shard=1, urgent_only=True) == []
+        assert dirty.take(10, shard=1) == [(1, 1_000.0), (5, 1_000.0)]
+
     def test_a_full_urgent_batch_leaves_the_wide_lane_waiting(self, dirty: Any) -> None:
         dirty.add([1], now_ms=500)
         dirty.add([5, 9], now_ms=2_000, urgent=True)

@@ -84,8 +84,17 @@ def test_a_session_serves_an_urgent_edit_before_a_hubs_wide_set(world: World) ->
         return recording(seen)(ids)
 
     session(world, rebuild, batch=50)
-    assert seen[1][0] == 7  # first in the very next batch, ahead of the hub's older foci
+    assert seen[1] == [7]  # the very next batch, of its own, ahead of the hub's older foci
     assert sorted(i for batch in seen for i in batch) == [7, *range(1_000, 1_400)]
+
+
+def test_urgent_foci_of_every_shard_make_one_batch_of_their_own(world: World) -> None:
+    world.dirty.add(range(100, 140), now_ms=1)
+    world.dirty.add([4, 5, 6, 7], now_ms=2, urgent=True)  # one in each of the 4 shards
+    seen: list[list[int]] = []
+    session(world, recording(seen), batch=100)
+    assert sorted(seen[0]) == [4, 5, 6, 7]
+    assert sorted(seen[1]) == list(range(100, 140)) and len(seen) == 2
 
 
 def test_a_session_skips_shards_another_worker_holds(world: World) -> None:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import orjson
+import pytest
 
+from service import events
 from service.envelope import SnapshotKey, decode_envelope
 from service.events import NoteEvent, affected_foci, sibling_radius
 from tests.storage.graphs import hand_graph
@@ -78,3 +80,20 @@ def test_radius_covers_the_siblings_a_nearest_pick_can_reach(world: World) -> No
     world.strategies = ("wavefront",)
     affected = world.events(NoteEvent("note.updated", ids[0]))
     assert set(ids[1:5]) <= affected
+
+
+def test_an_edits_children_and_referring_links_are_urgent_unless_it_is_a_hub(
+    world: World, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    world.rebuild(live(world))
+    close = {n.id for n in world.source.notes.values()
+             if (n.parent_id == 10 or n.target_note_id == 10) and n.deleted_at is None}
+    assert len(close) >= 8
+    radius = sibling_radius(world.strategies)
+    urgent, affected = affected_foci([NoteEvent("note.updated", 10)], world.source, world.cache,
+                                     sibling_radius=radius)
+    assert close <= urgent <= affected
+    monkeypatch.setattr(events, "CLOSE_LIMIT", 3)  # note 10: more children and links than that
+    urgent, hub_affected = affected_foci([NoteEvent("note.updated", 10)], world.source, world.cache,
+                                         sibling_radius=radius)
+    assert not close & urgent and hub_affected == affected  # the same work, only later
