@@ -38,17 +38,23 @@ DELIVERY: dict[str, Any] = {
     "max_retries": 60,
 }
 _DRAIN_FLAG_MS = 2_000
+#: Why a drain is queued. Each reason coalesces only with itself (one flag each), so a drain queued
+#: to retry in 0.2 s, or one queued at once to let an idle worker join in, never swallows the drain
+#: an edit asks for: that one always runs once the edit's foci are settled.
+EDITED, JOIN, RETRY, SWEEP = "drain", "drain:join", "drain:retry", "drain:sweep"
 
 
-def schedule_drain(rt: Runtime, countdown_s: float | None = None) -> None:
-    """Queue one drain unless one is already queued (coalesces bursts of events); a wait the
-    broker cannot express (under a second on RabbitMQ) is spent by the task before it drains."""
-    if rt.coordination.claim_flag("drain", ttl_ms=_DRAIN_FLAG_MS):
+def schedule_drain(rt: Runtime, countdown_s: float | None = None, *, reason: str = EDITED) -> None:
+    """Queue one drain unless one is already queued for the same ``reason`` (coalesces bursts of
+    events); a wait the broker cannot express (under a second on RabbitMQ) is spent by the task
+    before it drains."""
+    if rt.coordination.claim_flag(reason, ttl_ms=_DRAIN_FLAG_MS):
         delay = rt.debounce_ms / 1000 if countdown_s is None else countdown_s
+        flag = {"flag": reason}
         if delay >= 1 or (delay > 0 and rt.subsecond_countdowns):
-            drain.apply_async(countdown=delay)
+            drain.apply_async(kwargs=flag, countdown=delay)
         else:
-            drain.apply_async(kwargs={"wait_s": delay} if delay > 0 else None)
+            drain.apply_async(kwargs={**flag, "wait_s": delay} if delay > 0 else flag)
 
 
 @shared_task(name="graphrag.process_events", **DELIVERY)
@@ -62,21 +68,21 @@ def process_events(events: list[dict[str, Any]]) -> int:
 
 
 @shared_task(name="graphrag.drain", **DELIVERY)
-def drain(wait_s: float = 0.0) -> int:
+def drain(wait_s: float = 0.0, flag: str = EDITED) -> int:
     """Rebuild dirty foci for a while, a batch at a time from a shard no other worker holds
     (service.drain.drain_session); asks for a second drain when more shards wait, so idle workers
     join in, and re-queues itself while anything is left."""
     rt = current()
     time.sleep(min(max(wait_s, 0.0), 1.0))
-    rt.coordination.clear_flag("drain")
+    rt.coordination.clear_flag(flag)
     if len(rt.dirty.ready()) > 1:
-        schedule_drain(rt, countdown_s=0)
+        schedule_drain(rt, countdown_s=0, reason=JOIN)
     written = drain_session(rt.dirty, rt.coordination, rt.rebuild, batch=rt.drain_batch,
                             debounce_ms=rt.debounce_ms, budget_s=rt.drain_budget_s,
                             clock_ms=rt.clock_ms, lock_ttl_ms=rt.drain_lock_ttl_ms,
                             hold=lambda lease: kept(lease, every_s=rt.drain_lock_ttl_ms / 3000))
     if rt.dirty.size():
-        schedule_drain(rt, countdown_s=None if written else 0.2)
+        schedule_drain(rt, countdown_s=None if written else 0.2, reason=RETRY)
     return written
 
 
@@ -108,7 +114,7 @@ def sweep() -> int:
     rt.dirty.adopt()
     size = rt.dirty.size()
     if size:
-        schedule_drain(rt, countdown_s=0)
+        schedule_drain(rt, countdown_s=0, reason=SWEEP)
     return size
 
 
