@@ -69,9 +69,10 @@ def process_events(events: list[dict[str, Any]]) -> int:
 
 @shared_task(name="graphrag.drain", **DELIVERY)
 def drain(wait_s: float = 0.0, flag: str = EDITED) -> int:
-    """Rebuild dirty foci for a while, a batch at a time from a shard no other worker holds
-    (service.drain.drain_session); asks for a second drain when more shards wait, so idle workers
-    join in, and re-queues itself while anything is left."""
+    """Rebuild dirty foci for about one batch (``drain_budget_s``), from shards no other worker
+    holds (service.drain.drain_session); asks for a second drain when more shards wait, so idle
+    workers join in, and re-queues itself while anything is left — behind the events that arrived
+    meanwhile, so a hub's thousands of foci never keep an edit's event waiting for long."""
     rt = current()
     time.sleep(min(max(wait_s, 0.0), 1.0))
     rt.coordination.clear_flag(flag)
@@ -82,8 +83,16 @@ def drain(wait_s: float = 0.0, flag: str = EDITED) -> int:
                             clock_ms=rt.clock_ms, lock_ttl_ms=rt.drain_lock_ttl_ms,
                             hold=lambda lease: kept(lease, every_s=rt.drain_lock_ttl_ms / 3000))
     if rt.dirty.size():
-        schedule_drain(rt, countdown_s=None if written else 0.2, reason=RETRY)
+        schedule_drain(rt, countdown_s=_next_drain_s(rt, written), reason=RETRY)
     return written
+
+
+def _next_drain_s(rt: Runtime, written: int) -> float | None:
+    """When to drain again: at once (behind what was queued meanwhile) while settled foci wait,
+    after the debounce when only fresh ones do, after 0.2 s when other workers hold the rest."""
+    if not written:
+        return 0.2
+    return 0 if rt.dirty.ready(settled_before_ms=rt.clock_ms() - rt.debounce_ms) else None
 
 
 @contextlib.contextmanager

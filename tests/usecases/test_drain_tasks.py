@@ -1,0 +1,46 @@
+"""When the drain task queues the next drain (fast: the memory twins, ``apply_async`` recorded)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tasks import jobs
+from tasks.runtime import Runtime
+from tests.usecases.conftest import World
+
+
+@pytest.fixture
+def sent(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    calls: list[dict[str, Any]] = []
+    monkeypatch.setattr(jobs.drain, "apply_async", lambda **options: calls.append(options))
+    return calls
+
+
+def runtime(world: World) -> Runtime:
+    return Runtime(notes=world.source, snapshots=world.cache, dirty=world.dirty,
+                   coordination=world.coordination, progress=None,  # type: ignore[arg-type]
+                   rebuild=world.rebuild, clock_ms=world.clock, bulk_backlog=lambda: 0,
+                   debounce_ms=50)
+
+
+def test_a_retry_waiting_out_its_delay_does_not_swallow_an_edits_drain(
+    world: World, sent: list[dict[str, Any]],
+) -> None:
+    rt = runtime(world)
+    jobs.schedule_drain(rt, countdown_s=0.2, reason=jobs.RETRY)
+    jobs.schedule_drain(rt)  # an edit: its own drain, after the debounce
+    jobs.schedule_drain(rt)  # a second edit meanwhile: coalesced with the first
+    assert [(s["kwargs"]["flag"], s.get("countdown")) for s in sent] == [
+        (jobs.RETRY, 0.2), (jobs.EDITED, 0.05)]
+
+
+def test_the_next_drain_comes_at_once_while_settled_foci_wait(world: World) -> None:
+    rt = runtime(world)
+    world.dirty.add([1, 2], now_ms=world.clock() - 1_000)
+    assert jobs._next_drain_s(rt, written=100) == 0  # queued behind what arrived meanwhile
+    assert jobs._next_drain_s(rt, written=0) == 0.2  # others hold them: look again soon
+    world.dirty.done(world.dirty.take(10))
+    world.dirty.add([3], now_ms=world.clock())
+    assert jobs._next_drain_s(rt, written=100) is None  # only fresh ones: after the debounce
