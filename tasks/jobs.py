@@ -40,15 +40,18 @@ DELIVERY: dict[str, Any] = {
 _DRAIN_FLAG_MS = 2_000
 #: Why a drain is queued. Each reason coalesces only with itself (one flag each), so a drain queued
 #: to retry in 0.2 s, or one queued at once to let an idle worker join in, never swallows the drain
-#: an edit asks for: that one always runs once the edit's foci are settled.
-EDITED, JOIN, RETRY, SWEEP = "drain", "drain:join", "drain:retry", "drain:sweep"
+#: an edit asks for: that one always runs once the edit's foci are settled. A drain that wrote
+#: something and leaves settled foci behind queues its own successor (``CONTINUED``, no flag), so
+#: each busy worker process keeps draining; only the drains an edit or the sweep starts ask for
+#: another worker to join in.
+EDITED, JOIN, RETRY, SWEEP, CONTINUED = "drain", "drain:join", "drain:retry", "drain:sweep", "drain:more"
 
 
 def schedule_drain(rt: Runtime, countdown_s: float | None = None, *, reason: str = EDITED) -> None:
     """Queue one drain unless one is already queued for the same ``reason`` (coalesces bursts of
-    events); a wait the broker cannot express (under a second on RabbitMQ) is spent by the task
-    before it drains."""
-    if rt.coordination.claim_flag(reason, ttl_ms=_DRAIN_FLAG_MS):
+    events; ``CONTINUED`` always queues); a wait the broker cannot express (under a second on
+    RabbitMQ) is spent by the task before it drains."""
+    if reason == CONTINUED or rt.coordination.claim_flag(reason, ttl_ms=_DRAIN_FLAG_MS):
         delay = rt.debounce_ms / 1000 if countdown_s is None else countdown_s
         flag = {"flag": reason}
         if delay >= 1 or (delay > 0 and rt.subsecond_countdowns):
@@ -75,24 +78,29 @@ def drain(wait_s: float = 0.0, flag: str = EDITED) -> int:
     meanwhile, so a hub's thousands of foci never keep an edit's event waiting for long."""
     rt = current()
     time.sleep(min(max(wait_s, 0.0), 1.0))
-    rt.coordination.clear_flag(flag)
-    if len(rt.dirty.ready()) > 1:
+    if flag != CONTINUED:
+        rt.coordination.clear_flag(flag)
+    if flag not in (JOIN, CONTINUED) and len(rt.dirty.ready()) > 1:
         schedule_drain(rt, countdown_s=0, reason=JOIN)
     written = drain_session(rt.dirty, rt.coordination, rt.rebuild, batch=rt.drain_batch,
                             debounce_ms=rt.debounce_ms, budget_s=rt.drain_budget_s,
                             clock_ms=rt.clock_ms, lock_ttl_ms=rt.drain_lock_ttl_ms,
                             hold=lambda lease: kept(lease, every_s=rt.drain_lock_ttl_ms / 3000))
     if rt.dirty.size():
-        schedule_drain(rt, countdown_s=_next_drain_s(rt, written), reason=RETRY)
+        countdown_s, reason = _next_drain(rt, written)
+        schedule_drain(rt, countdown_s, reason=reason)
     return written
 
 
-def _next_drain_s(rt: Runtime, written: int) -> float | None:
-    """When to drain again: at once (behind what was queued meanwhile) while settled foci wait,
-    after the debounce when only fresh ones do, after 0.2 s when other workers hold the rest."""
+def _next_drain(rt: Runtime, written: int) -> tuple[float | None, str]:
+    """(when, why) to drain again: at once, as this drain's successor (behind what was queued
+    meanwhile), while settled foci wait; after the debounce when only fresh ones do; after 0.2 s
+    when other workers hold the rest."""
     if not written:
-        return 0.2
-    return 0 if rt.dirty.ready(settled_before_ms=rt.clock_ms() - rt.debounce_ms) else None
+        return 0.2, RETRY
+    if rt.dirty.ready(settled_before_ms=rt.clock_ms() - rt.debounce_ms):
+        return 0, CONTINUED
+    return None, RETRY
 
 
 @contextlib.contextmanager

@@ -39,8 +39,15 @@ def test_a_retry_waiting_out_its_delay_does_not_swallow_an_edits_drain(
 def test_the_next_drain_comes_at_once_while_settled_foci_wait(world: World) -> None:
     rt = runtime(world)
     world.dirty.add([1, 2], now_ms=world.clock() - 1_000)
-    assert jobs._next_drain_s(rt, written=100) == 0  # queued behind what arrived meanwhile
-    assert jobs._next_drain_s(rt, written=0) == 0.2  # others hold them: look again soon
+    assert jobs._next_drain(rt, written=100) == (0, jobs.CONTINUED)  # behind what arrived since
+    assert jobs._next_drain(rt, written=0) == (0.2, jobs.RETRY)  # others hold them: look again
     world.dirty.done(world.dirty.take(10))
     world.dirty.add([3], now_ms=world.clock())
-    assert jobs._next_drain_s(rt, written=100) is None  # only fresh ones: after the debounce
+    assert jobs._next_drain(rt, written=100) == (None, jobs.RETRY)  # fresh ones: after the debounce
+
+
+def test_every_busy_drain_queues_its_own_successor(world: World, sent: list[dict[str, Any]]) -> None:
+    rt = runtime(world)
+    for _ in range(2):  # two worker processes ending a batch each, with more settled foci waiting
+        jobs.schedule_drain(rt, 0, reason=jobs.CONTINUED)
+    assert [s["kwargs"]["flag"] for s in sent] == [jobs.CONTINUED, jobs.CONTINUED]
