@@ -138,7 +138,7 @@ class MemoryCache:
     def stamp_touched(self, note_ids: Iterable[Fact]) -> int:
         with self.state.lock:
             self.state.check()
-            self.state.seq = max(self.state.seq + 1, self.state.now_us())  # as Redis's SEQ_LUA
+            self.state.seq = max(self.state.seq + 1, self.state.now_us())  # as BUMP_LUA on Redis
             for i in note_ids:
                 if self._stamp(i) < self.state.seq:
                     self.state.touched[i] = (self.state.seq, self._until(self.touched_ttl_s * 1000))

@@ -73,7 +73,7 @@ from redis.exceptions import NoScriptError, ResponseError
 from service.envelope import Envelope, SnapshotKey
 from storage.redis.client import UNAVAILABLE, evalsha, mget, translated, unavailable
 from storage.redis.keys import DEFAULT_PREFIX, Keys
-from storage.redis.scripts import BUMP_LUA, DELETE_LUA, INDEX_LUA, SEQ_LUA, STAMP_LUA, WRITE_LUA
+from storage.redis.scripts import BUMP_LUA, DELETE_LUA, INDEX_LUA, STAMP_LUA, WRITE_LUA
 
 __all__ = ["INDEX_TTL_MARGIN_S", "RedisCache"]
 
@@ -126,7 +126,6 @@ class RedisCache:
         self._delete = redis_client.register_script(DELETE_LUA)
         self._bump = redis_client.register_script(BUMP_LUA)
         self._stamp = redis_client.register_script(STAMP_LUA)
-        self._seq = redis_client.register_script(SEQ_LUA)
         self._index = redis_client.register_script(INDEX_LUA)
 
     def _snapshot_key(self, key: SnapshotKey) -> str:
@@ -202,7 +201,7 @@ class RedisCache:
         """Take the next sequence number and stamp it on every edited note (never lowering a stamp)."""
         ids = list(dict.fromkeys(note_ids))
         with translated():
-            seq = int(self._seq(keys=[self.keys.seq()]))
+            seq = int(self._bump(keys=[self.keys.seq()], args=[0]))  # no expiry
         ttl_ms = self.touched_ttl_s * 1000
         self._execute(lambda p: [
             evalsha(p, self._stamp.sha, [self.keys.touched(i)], seq, ttl_ms) for i in ids
@@ -311,5 +310,5 @@ class RedisCache:
             return replies
 
     def _load_scripts(self) -> None:
-        for script in (self._write, self._delete, self._bump, self._stamp, self._seq, self._index):
+        for script in (self._write, self._delete, self._bump, self._stamp, self._index):
             self.redis.script_load(script.script)

@@ -5,7 +5,7 @@ Each script touches the keys of one note only (one hash-tag slot), so it is lega
 
 __all__ = [
     "BUMP_LUA", "DELETE_LUA", "DIRTY_ADD_LUA", "DIRTY_DONE_LUA", "DIRTY_TAKE_LUA", "INDEX_LUA",
-    "SEQ_LUA", "STAMP_LUA", "WRITE_LUA",
+    "STAMP_LUA", "WRITE_LUA",
 ]
 
 # Facts (note ids, or wiki facts like note:5) travel space-separated and stay strings inside Lua (no
@@ -59,23 +59,18 @@ redis.call('SADD', KEYS[1], unpack(ARGV, 2))
 return redis.call('PEXPIRE', KEYS[1], ARGV[1])
 """
 
+# A hybrid logical clock: max(previous + 1, Redis TIME in µs), kept for ARGV[1] ms (0: no expiry,
+# the edit sequence), so a lost key starts again above every value it handed out.
 BUMP_LUA = """
 local t = redis.call('TIME')
 local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local next_gen = math.max((tonumber(redis.call('GET', KEYS[1]) or '0') or 0) + 1, now_us)
 local value = string.format('%.0f', next_gen)
-redis.call('SET', KEYS[1], value, 'PX', ARGV[1])
-return value
-"""
-
-# The edit sequence, the same hybrid logical clock without an expiry: a lost ``seq`` (a cluster
-# primary restarted empty, an eviction) starts again above every stamp it handed out.
-SEQ_LUA = """
-local t = redis.call('TIME')
-local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local next_seq = math.max((tonumber(redis.call('GET', KEYS[1]) or '0') or 0) + 1, now_us)
-local value = string.format('%.0f', next_seq)
-redis.call('SET', KEYS[1], value)
+if ARGV[1] == '0' then
+  redis.call('SET', KEYS[1], value)
+else
+  redis.call('SET', KEYS[1], value, 'PX', ARGV[1])
+end
 return value
 """
 
