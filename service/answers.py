@@ -129,12 +129,12 @@ def envelope_body(envelope: Envelope, ask: Ask) -> Answer:
         json = orjson.dumps(slice_result(envelope.result, envelope.focus_tokens,
                                          envelope.related_tokens, ask.token_limit))
     else:
-        json = envelope.result_json or orjson.dumps(envelope.result)
+        json = envelope.result_json
     return _tree_markdown(json, ask.strategy) if ask.fmt == "markdown" else Answer(json)
 
 
 def _traced_body(envelope: Envelope, ask: Ask) -> Answer:
-    if ask.fmt == "json" and ask.token_limit == envelope.result_limit and envelope.result_json:
+    if ask.fmt == "json" and ask.token_limit == envelope.result_limit:
         return Answer(envelope.result_json)
     assert envelope.trace is not None
     return outcome_body(replay(Trace.from_json(envelope.trace), ask.token_limit), ask)

@@ -80,7 +80,7 @@ def _request(env: Envelope) -> Request:
 
 
 def _compare(env: Envelope, live: bytes | None, now_ms: int) -> Finding | None:
-    stored = env.result_json or orjson.dumps(env.result)
+    stored = env.result_json
     age_s = (now_ms - env.computed_at_ms) / 1000
     if live is None:
         return Finding(env.note_id, env.strategy, env.seed, len(_uris(env.result)), age_s,

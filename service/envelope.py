@@ -7,11 +7,21 @@ one snapshot (the registry's ``per-limit`` mode). Its value is the orjson bytes 
 
 Decoding never raises: missing, corrupt or foreign-schema bytes decode to None (a miss), so a bad
 value in Redis costs one recomputation, never an error in front of a user.
+
+A hit parses only the header. ``result`` is the last member and is served as the bytes it is
+stored as; ``resultCrc32`` in the header is the CRC-32 of those bytes, so a value whose result was
+cut, overwritten or garbled is still a miss without parsing 6 KB of JSON on the reader's hot path:
+the bytes that match it are the bytes this service wrote, which were valid JSON. The parsed result
+(:attr:`Envelope.result`) is built only when something needs it: a slice to a smaller tokenLimit,
+markdown, the audit. A value without ``resultCrc32`` (none is written any more) is parsed and
+checked whole, as before.
 """
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import orjson
@@ -69,20 +79,30 @@ class Envelope:
     related_tokens: tuple[int, ...]
     depends_on: tuple[Fact, ...]
     config_hash: str
-    result: dict[str, Any] = field(repr=False)
+    #: The result's exact JSON bytes: what a read at ``max_token_limit`` is served, unparsed (they
+    #: may hold a lone surrogate escape, which orjson would not write from a string)
+    result_json: bytes = field(repr=False)
     schema: int = SCHEMA
     #: ``trace`` strategies: the budget-independent trace (JSON) every tokenLimit up to
     #: ``max_token_limit`` is replayed from, and the tokenLimit ``result`` was cut at
     trace: dict[str, Any] | None = field(default=None, repr=False)
     result_limit: int | None = None
-    #: The result's exact JSON bytes when known (as stored, or as computed): served without
-    #: re-encoding. Not part of the stored layout.
-    result_json: bytes | None = field(default=None, repr=False, compare=False)
+
+    @cached_property
+    def result(self) -> dict[str, Any]:
+        """The parsed result, parsed the first time it is needed (a full-limit hit never is)."""
+        parsed: dict[str, Any] = loads_json(self.result_json)
+        return parsed
 
     @property
     def sliceable(self) -> bool:
-        """Whether ``related_tokens`` are all integers (checked only when a slice is needed)."""
-        return all(type(i) is int for i in self.related_tokens)
+        """Whether a smaller tokenLimit can be cut from it: a well-formed result with one integer
+        in ``related_tokens`` per related note (checked only when a slice is needed)."""
+        try:
+            result = self.result
+        except ValueError:
+            return False
+        return _shaped(result) and len(result["relatedNotes"]) == len(self.related_tokens)
 
     @property
     def key(self) -> SnapshotKey:
@@ -91,25 +111,25 @@ class Envelope:
         return SnapshotKey(self.note_id, self.strategy, self.seed, limit)
 
     def to_json(self) -> dict[str, Any]:
+        """The stored layout with ``result`` parsed."""
+        return self._header() | {"result": self.result}
+
+    def _header(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "schema": self.schema, "noteId": self.note_id, "seed": self.seed,
             "strategy": self.strategy, "generation": self.generation,
             "computedAt": self.computed_at_ms, "asOf": self.as_of_ms,
             "maxTokenLimit": self.max_token_limit, "focusTokens": self.focus_tokens,
             "relatedTokens": list(self.related_tokens), "dependsOn": list(self.depends_on),
-            "configHash": self.config_hash,
+            "configHash": self.config_hash, "resultCrc32": zlib.crc32(self.result_json),
         }
         if self.trace is not None:
             out |= {"resultTokenLimit": self.result_limit, "trace": self.trace}
-        return out | {"result": self.result}
+        return out
 
     def encode(self) -> bytes:
-        """The stored bytes (orjson); the result's exact bytes are embedded as they are when known
-        (they may hold a lone surrogate escape, which orjson would not write from a string)."""
-        out = self.to_json()
-        if self.result_json is not None:
-            out["result"] = orjson.Fragment(self.result_json)
-        return orjson.dumps(out)
+        """The stored bytes (orjson), with the result's exact bytes embedded as they are."""
+        return orjson.dumps(self._header() | {"result": orjson.Fragment(self.result_json)})
 
     @classmethod
     def of(
@@ -125,20 +145,18 @@ class Envelope:
             computed_at_ms=computed_at_ms, as_of_ms=request.now_ms,
             max_token_limit=request.token_limit, focus_tokens=outcome.focus.tokens,
             related_tokens=outcome.related_tokens, depends_on=tuple(sorted(outcome.depends_on(view))),
-            config_hash=config_hash, result=loads_json(result_json := outcome.to_json()),
-            result_json=result_json,
+            config_hash=config_hash, result_json=outcome.to_json(),
         )
 
     @classmethod
     def _of_trace(cls, outcome: WikiOutcome, request: Request, *, strategy: str, generation: int,
                   computed_at_ms: int, config_hash: str) -> Envelope:
-        result_json = outcome.to_json()
         return cls(
             note_id=request.focus_id, seed=request.seed, strategy=strategy, generation=generation,
             computed_at_ms=computed_at_ms, as_of_ms=request.now_ms,
             max_token_limit=request.sizing_limit, focus_tokens=0, related_tokens=(),
             depends_on=tuple(sorted(outcome.depends_on())), config_hash=config_hash,
-            result=loads_json(result_json), result_json=result_json,
+            result_json=outcome.to_json(),
             trace=outcome.trace.to_json(), result_limit=request.token_limit,
         )
 
@@ -169,7 +187,8 @@ def _traced(obj: dict[str, Any]) -> bool:
     return isinstance(obj["trace"], dict) and type(obj.get("resultTokenLimit")) is int
 
 
-def _valid(obj: Any) -> bool:
+def _valid_header(obj: Any) -> bool:
+    """Every member but ``result`` has its documented type."""
     if not isinstance(obj, dict) or type(obj.get("schema")) is not int or obj["schema"] != SCHEMA:
         return False
     if not _ints([obj.get(k) for k in _INT_FIELDS]):
@@ -178,14 +197,58 @@ def _valid(obj: Any) -> bool:
         return False
     if not (isinstance(obj.get("strategy"), str) and isinstance(obj.get("configHash"), str)):
         return False
-    if not (_ints(obj.get("relatedTokens")) and _facts(obj.get("dependsOn")) and _traced(obj)):
+    return _ints(obj.get("relatedTokens")) and _facts(obj.get("dependsOn")) and _traced(obj)
+
+
+def _shaped(result: Any) -> bool:
+    return (isinstance(result, dict) and isinstance(result.get("focusNote"), dict)
+            and isinstance(result.get("relatedNotes"), list))
+
+
+def _valid_whole(obj: Any) -> bool:
+    """A value without a checksum, parsed whole: its header and its result's shape."""
+    if not _valid_header(obj) or not _shaped(result := obj.get("result")):
         return False
-    result = obj.get("result")
-    return (
-        isinstance(result, dict) and isinstance(result.get("focusNote"), dict)
-        and isinstance(result.get("relatedNotes"), list)
-        and ("trace" in obj or len(result["relatedNotes"]) == len(obj["relatedTokens"]))
-    )
+    return "trace" in obj or len(result["relatedNotes"]) == len(obj["relatedTokens"])
+
+
+_RESULT_MARK = b',"result":'
+
+
+def _split(raw: bytes) -> tuple[bytes, bytes] | None:
+    """(the header as a JSON object of its own, the result's bytes), when ``result`` is the last
+    member (as this service writes it).
+
+    Inside a JSON string a quote is escaped, so the bytes ``,"result":`` only ever appear as a member
+    name, and no object of the layout but the envelope has a member called ``result``: they occur
+    once, and searching from the start finds them after the header (a search from the end would
+    cross the whole result: ten times slower on a 6 KB snapshot, on the reader's hot path).
+    """
+    at = raw.find(_RESULT_MARK)
+    if at <= 0 or not raw.endswith(b"}"):
+        return None
+    return raw[:at] + b"}", raw[at + len(_RESULT_MARK) : -1]
+
+
+def _parsed(data: bytes) -> Any:
+    try:
+        return loads_json(data)
+    except (ValueError, TypeError):  # orjson's and the standard library's decode errors
+        return None
+
+
+def _checked(raw: bytes) -> tuple[dict[str, Any], bytes] | None:
+    """The header and the result's bytes, if the header is valid and the result is the one it
+    names: by its checksum, or (no checksum) by parsing the whole value."""
+    parts = _split(raw)
+    if parts is None or not _valid_header(header := _parsed(parts[0])):
+        return None
+    crc = header.get("resultCrc32")
+    if type(crc) is int:
+        return (header, parts[1]) if zlib.crc32(parts[1]) == crc else None
+    if crc is not None or not _valid_whole(_parsed(raw)):
+        return None
+    return header, parts[1]
 
 
 def decode_envelope(data: bytes | str | None) -> Envelope | None:
@@ -193,36 +256,17 @@ def decode_envelope(data: bytes | str | None) -> Envelope | None:
     if data is None:
         return None
     try:
-        obj = loads_json(data)
-    except (ValueError, TypeError):  # orjson's and the standard library's decode errors
+        checked = _checked(data.encode() if isinstance(data, str) else data)
+    except UnicodeEncodeError:
         return None
-    if not _valid(obj):
+    if checked is None:
         return None
+    obj, result_json = checked
     return Envelope(
         note_id=obj["noteId"], seed=obj["seed"], strategy=obj["strategy"],
         generation=obj["generation"], computed_at_ms=obj["computedAt"], as_of_ms=obj["asOf"],
         max_token_limit=obj["maxTokenLimit"], focus_tokens=obj["focusTokens"],
         related_tokens=tuple(obj["relatedTokens"]), depends_on=tuple(obj["dependsOn"]),
-        config_hash=obj["configHash"], result=obj["result"],
-        result_json=_result_bytes(data, obj), trace=obj.get("trace"),
+        config_hash=obj["configHash"], result_json=result_json, trace=obj.get("trace"),
         result_limit=obj.get("resultTokenLimit"),
     )
-
-
-_RESULT_MARK = b',"result":'
-
-
-def _result_bytes(data: bytes | str, obj: dict[str, Any]) -> bytes | None:
-    """The stored bytes of ``result`` when it is the last member (as this service writes it).
-
-    Inside a JSON string a quote is escaped, so the bytes ``,"result":`` only ever appear as a member
-    name, and no object of the layout but the envelope has a member called ``result``: they occur
-    once, and searching from the start finds them after the short header (a search from the end
-    would cross the whole result: ten times slower on a 6 KB snapshot, on the reader's hot path).
-    The parsed envelope already proved the JSON valid.
-    """
-    raw = data.encode() if isinstance(data, str) else data
-    at = raw.find(_RESULT_MARK)
-    if at < 0 or next(reversed(obj)) != "result" or not raw.endswith(b"}"):
-        return None
-    return raw[at + len(_RESULT_MARK) : -1]

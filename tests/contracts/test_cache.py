@@ -62,7 +62,8 @@ def envelope(note_id: int, generation: int, shows: list[int], *, seed: int = 0,
     return Envelope(note_id=note_id, seed=seed, strategy=strategy, generation=generation,
                     computed_at_ms=computed_at_ms, as_of_ms=NOW_MS, max_token_limit=limit,
                     focus_tokens=10, related_tokens=tuple(5 for _ in shows),
-                    depends_on=tuple(sorted({note_id, *shows})), config_hash=config, result=result)
+                    depends_on=tuple(sorted({note_id, *shows})), config_hash=config,
+                    result_json=orjson.dumps(result))
 
 
 class CacheContract:
@@ -206,17 +207,37 @@ class CacheContract:
             b"", b"\xff\xfe\x00", b"not json", b"[]", b"null", b"42", b'{"schema": 1}',
             orjson.dumps({**good, "schema": 2}), orjson.dumps({**good, "schema": True}),
             orjson.dumps({k: v for k, v in good.items() if k != "result"}),
-            orjson.dumps({**good, "relatedTokens": [1, 2, 3]}),
             orjson.dumps({**good, "dependsOn": ["1"]}), orjson.dumps({**good, "noteId": 1.5}),
             orjson.dumps({**good, "result": {"focusNote": [], "relatedNotes": []}}),
+            orjson.dumps({**good, "resultCrc32": "0"}),
+            orjson.dumps({"result": good["result"]} | good),  # the result is not the last member
+            orjson.dumps(good).replace(b'"/n2"', b'"/n3"'),  # a result its checksum does not match
+            orjson.dumps(good)[:-2] + b"}",  # cut short
         ]
-        assert all(decode_envelope(data) is None for data in bad)
+        assert [data for data in bad if decode_envelope(data) is not None] == []
         assert decode_envelope(orjson.dumps(good)) == envelope(1, 0, [2])
         for data in bad[:3]:
             self.backend.plant(wf(1), data)
             assert snapshot_of(store, 1, "wavefront", 0) is None
         assert write(store, envelope(1, 0, [2]))  # and gets overwritten
         assert snapshot_of(store, 1, "wavefront", 0) == envelope(1, 0, [2])
+
+    def test_a_value_without_a_checksum_is_checked_whole(self, store: Any) -> None:
+        good = {k: v for k, v in envelope(1, 0, [2]).to_json().items() if k != "resultCrc32"}
+        assert decode_envelope(orjson.dumps(good)) == envelope(1, 0, [2])
+        for bad in ({**good, "result": {"focusNote": [], "relatedNotes": []}},
+                    {**good, "relatedTokens": [1, 2, 3]}):
+            assert decode_envelope(orjson.dumps(bad)) is None
+
+    def test_a_result_that_does_not_fit_its_token_counts_is_served_whole_but_never_sliced(
+        self, store: Any
+    ) -> None:
+        good = envelope(1, 0, [2, 3]).to_json()
+        assert decode_envelope(orjson.dumps(good)).sliceable  # type: ignore[union-attr]
+        for tokens in ([5], [5, 5, 5]):
+            odd = decode_envelope(orjson.dumps({**good, "relatedTokens": tokens}))
+            assert odd is not None and not odd.sliceable
+            assert odd.result_json == envelope(1, 0, [2, 3]).result_json
 
     def test_freshness_needs_the_soft_ttl_and_the_running_configuration(
         self, store: Any

@@ -580,8 +580,7 @@ def check_snapshots(engine: Engine, store: SnapshotStore, settings: Settings,
             problems.append(f"envelope of {own} stored under this key")
         if env.config_hash != fingerprints.get(env.strategy):
             problems.append("configHash of another configuration")
-        result_json = env.result_json or orjson.dumps(env.result)
-        problems += content_problems(notes, env.note_id, result_json)
+        problems += content_problems(notes, env.note_id, env.result_json)
         if problems:
             report.stale[key] = problems
     return report
@@ -603,7 +602,7 @@ def live_drift(service: ContextService, envelopes: Iterable[Envelope]) -> int:
             for env, request in chunk:
                 outcome = results[request]
                 live = None if isinstance(outcome, GraphRagError) else outcome.to_json()
-                if live != (env.result_json or orjson.dumps(env.result)):
+                if live != env.result_json:
                     differing += 1
     return differing
 
