@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 
 import graphrag
@@ -335,3 +337,25 @@ def test_same_seed_same_bytes_and_seeds_differ() -> None:
     g = inbound_hub()
     assert lay(g, 1, seed=5).to_json() == lay(g, 1, seed=5).to_json()
     assert len({lay(g, 1, seed=s).to_json() for s in range(5)}) > 1
+
+
+# -- memory ------------------------------------------------------------------------------------------
+def test_finished_runs_are_freed_at_once_not_left_to_the_cycle_collector() -> None:
+    """A run's handlers close over the run. Every run, finished or restarted for missing data, drops
+    them, so a batch's dead runs never pile up for a full collection (once a third of its time)."""
+    from graphrag import layered as module
+
+    g = Graph()
+    g.add(1, title="root")
+    for parent in (2, 3, 4):
+        g.add(parent, parent_id=1)
+        for child in range(10 * parent, 10 * parent + 8):
+            g.add(child, parent_id=parent, target_id=20 if child != 20 else None)
+    gc.collect()
+    gc.disable()
+    try:
+        out = lay(g, 21)
+        alive = [o for o in gc.get_objects() if isinstance(o, module._Run)]
+    finally:
+        gc.enable()
+    assert len(out.picks) > 10 and alive == []
