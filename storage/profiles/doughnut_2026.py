@@ -141,8 +141,7 @@ class Doughnut2026:
         for (seed, viewer), lengths in groups.items():
             for chunk in chunks(lengths, self.in_chunk):
                 limit = max(lengths[t] for t in chunk)
-                statement = sql.referrers(seed, viewer.user_id, limit)
-                found = self._sampled(conn, view, statement, chunk)
+                found = self._sampled(conn, view, sql.referrers(seed, viewer.user_id, limit), chunk)
                 for target in chunk:
                     ids = found[target]
                     view.put_referrers((target, seed, viewer), ids, len(ids) < limit)
@@ -156,8 +155,8 @@ class Doughnut2026:
         for (in_folder, seed), lengths in groups.items():
             for chunk in chunks(lengths, self.in_chunk):
                 limit = max(lengths[o] for o in chunk)
-                statement = (sql.folder_peers if in_folder else sql.root_peers)(seed, limit)
-                found = self._sampled(conn, view, statement, chunk)
+                sampled = (sql.folder_peers if in_folder else sql.root_peers)(seed, limit)
+                found = self._sampled(conn, view, sampled, chunk)
                 self._put_peers(view, wanted, in_folder, seed, found, limit)
 
     @staticmethod
@@ -169,10 +168,11 @@ class Doughnut2026:
             if key_seed == seed and (folder_id is not None) == in_folder and owner in found:
                 view.put_peers(key, found[owner], len(found[owner]) < limit)
 
-    def _sampled(self, conn: Connection, view: WikiView, statement: Any,
+    def _sampled(self, conn: Connection, view: WikiView, sampled: sql.Sampled,
                  owners: list[int]) -> dict[int, list[int]]:
         found: dict[int, list[int]] = {o: [] for o in owners}
-        rows = list(conn.execute(statement, {"ids": owners}))
+        statement, params = sampled
+        rows = list(conn.execute(statement, {"ids": owners, **params}))
         view.put_notes(_note(r) for r in rows)
         for r in rows:
             found[r.owner].append(r.n_id)
@@ -183,10 +183,10 @@ class Doughnut2026:
         for viewer, notebook_id in pairs:
             by_viewer[viewer].append(notebook_id)
         for viewer, notebook_ids in by_viewer.items():
-            statement = sql.ACCESS(viewer.user_id, viewer.circle_id)
+            statement, params = sql.ACCESS(viewer.user_id, viewer.circle_id)
             for chunk in chunks(notebook_ids, self.in_chunk):
                 seen = set()
-                for r in conn.execute(statement, {"ids": chunk}):
+                for r in conn.execute(statement, {"ids": chunk, **params}):
                     view.put_access(viewer, r.id, _grant(viewer, r))
                     seen.add(r.id)
                 for notebook_id in set(chunk) - seen:

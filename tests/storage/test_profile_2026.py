@@ -131,3 +131,15 @@ def test_a_database_without_the_link_cache_is_named(backend: str, tmp_path: Path
         with pytest.raises(DatabaseUnavailable) as batch:
             service(engine).compute(Request(1, None, 2000, 0), "focus-context")
         assert "note_wiki_title_cache" in str(batch.value)
+
+
+def test_sampled_statements_are_built_once_per_shape_and_bound_per_call() -> None:
+    from storage.profiles import wiki_statements as sql
+
+    seeded_user, bound = sql.referrers(7, 2, 5)
+    assert sql.referrers(9, 3, 40)[0] is seeded_user and bound == {"limit": 5, "user": 2, "seed": "7"}
+    assert sql.referrers(None, None, 5) == (sql.referrers(None, None, 6)[0], {"limit": 5})
+    assert sql.referrers(None, None, 5)[0] is not seeded_user
+    assert sql.folder_peers(1, 3)[0] is sql.folder_peers(2, 8)[0] is not sql.folder_peers(None, 3)[0]
+    assert sql.root_peers(None, 3) == (sql.root_peers(None, 9)[0], {"limit": 3})
+    assert sql.ACCESS(None, 4) == (sql.ACCESS(None, 5)[0], {"circle": 4})
