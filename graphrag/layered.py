@@ -78,6 +78,11 @@ class _Handler:
             self._cached = self._items()
         return self._cached
 
+    @property
+    def exhausted(self) -> bool:
+        """Whether every item has been yielded (only ever asked of a handler that was asked)."""
+        return self._cached is not None and self.position >= len(self._cached)
+
     def next(self) -> int | None:
         items = self.items()
         if self.position >= len(items):
@@ -219,11 +224,12 @@ class _Run:
                 return
 
     def _pass(self, layer: int) -> int:
-        processed = 0
+        processed, exhausted = 0, False
         for handler in list(self.layers[layer]):
             self.asking = handler
             note = handler.next()
             if note is None:
+                exhausted = True
                 continue
             self._follow_ups(handler.relation, note)
             if self._offer(note, handler.relation):
@@ -231,6 +237,8 @@ class _Run:
                 self.counter[layer] += 1
                 if self.counter[layer] >= self.quota[layer]:
                     break
+        if exhausted:  # an exhausted handler stays exhausted: later passes need not ask it again
+            self.layers[layer] = [h for h in self.layers[layer] if not h.exhausted]
         return processed
 
     def _offer(self, note: int, relation: Relation) -> bool:
@@ -260,16 +268,14 @@ class _Run:
     # -- look-ahead -------------------------------------------------------------------------------
     def lookahead(self, windows: dict[tuple[Relation, int], int]) -> Need:
         """What every registered handler will read in its next window of notes; never raises."""
-        need = Need()
+        need, rows = Need(), set()
         for handler in (h for layer in self.layers for h in layer):
             window = windows.get(handler.key, _LOOKAHEAD_FIRST)
             try:
-                upcoming = handler.items()[handler.position : handler.position + window]
+                rows.update(handler.items()[handler.position : handler.position + window])
             except MissingData as miss:
                 need = need | miss.need
-            else:
-                need = need | Need(rows=frozenset(upcoming))
-        return need
+        return need | Need(rows=frozenset(rows))
 
 
 STRATEGY = Strategy(
