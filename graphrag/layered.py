@@ -268,7 +268,7 @@ class _Run:
     # -- look-ahead -------------------------------------------------------------------------------
     def lookahead(self, windows: dict[tuple[Relation, int], int]) -> Need:
         """What every registered handler will read in its next window of notes; never raises."""
-        need, rows = Need(), set()
+        need, rows = Need(), set[int]()
         for handler in (h for layer in self.layers for h in layer):
             window = windows.get(handler.key, _LOOKAHEAD_FIRST)
             try:
