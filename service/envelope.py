@@ -11,9 +11,11 @@ value in Redis costs one recomputation, never an error in front of a user.
 A hit parses only the header. ``result`` is the last member and is served as the bytes it is
 stored as; ``resultCrc32`` in the header is the CRC-32 of those bytes, so a value whose result was
 cut, overwritten or garbled is still a miss without parsing 6 KB of JSON on the reader's hot path:
-the bytes that match it are the bytes this service wrote, which were valid JSON. The parsed result
-(:attr:`Envelope.result`) is built only when something needs it: a slice to a smaller tokenLimit,
-markdown, the audit. A value without ``resultCrc32`` (none is written any more) is parsed and
+the bytes that match it are the bytes this service wrote, which were valid JSON. A trace snapshot's
+``trace`` (tens of KB) is the member right before ``result`` and is kept as bytes the same way,
+under ``traceCrc32``. The parsed result and trace (:attr:`Envelope.result`, :attr:`Envelope.trace`)
+are built only when something needs them: a slice or a replay to another tokenLimit, markdown,
+another viewer, the audit. A value without ``resultCrc32`` (none is written any more) is parsed and
 checked whole, as before.
 """
 
@@ -83,10 +85,19 @@ class Envelope:
     #: may hold a lone surrogate escape, which orjson would not write from a string)
     result_json: bytes = field(repr=False)
     schema: int = SCHEMA
-    #: ``trace`` strategies: the budget-independent trace (JSON) every tokenLimit up to
-    #: ``max_token_limit`` is replayed from, and the tokenLimit ``result`` was cut at
-    trace: dict[str, Any] | None = field(default=None, repr=False)
+    #: ``trace`` strategies: the JSON bytes of the budget-independent trace every tokenLimit up
+    #: to ``max_token_limit`` is replayed from, and the tokenLimit ``result`` was cut at
+    trace_json: bytes | None = field(default=None, repr=False)
     result_limit: int | None = None
+
+    @cached_property
+    def trace(self) -> dict[str, Any] | None:
+        """The parsed trace, parsed the first time it is needed (a read at the stored tokenLimit
+        by the owner never is)."""
+        if self.trace_json is None:
+            return None
+        parsed: dict[str, Any] = loads_json(self.trace_json)
+        return parsed
 
     @cached_property
     def result(self) -> dict[str, Any]:
@@ -111,8 +122,9 @@ class Envelope:
         return SnapshotKey(self.note_id, self.strategy, self.seed, limit)
 
     def to_json(self) -> dict[str, Any]:
-        """The stored layout with ``result`` parsed."""
-        return self._header() | {"result": self.result}
+        """The stored layout, parsed."""
+        out = self._header() | {"result": self.result}
+        return out if self.trace is None else out | {"trace": self.trace}
 
     def _header(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -123,8 +135,9 @@ class Envelope:
             "relatedTokens": list(self.related_tokens), "dependsOn": list(self.depends_on),
             "configHash": self.config_hash, "resultCrc32": zlib.crc32(self.result_json),
         }
-        if self.trace is not None:
-            out |= {"resultTokenLimit": self.result_limit, "trace": self.trace}
+        if self.trace_json is not None:
+            out |= {"resultTokenLimit": self.result_limit, "traceCrc32": zlib.crc32(self.trace_json),
+                    "trace": orjson.Fragment(self.trace_json)}
         return out
 
     def encode(self) -> bytes:
@@ -157,7 +170,7 @@ class Envelope:
             max_token_limit=request.sizing_limit, focus_tokens=0, related_tokens=(),
             depends_on=tuple(sorted(outcome.depends_on())), config_hash=config_hash,
             result_json=outcome.to_json(),
-            trace=outcome.trace.to_json(), result_limit=request.token_limit,
+            trace_json=orjson.dumps(outcome.trace.to_json()), result_limit=request.token_limit,
         )
 
 
@@ -181,10 +194,11 @@ def _facts(values: Any) -> bool:
 
 
 def _traced(obj: dict[str, Any]) -> bool:
-    """A trace, when present, is an object with the tokenLimit its result was cut at."""
-    if "trace" not in obj:
+    """A trace, when present (parsed, or split off with its checksum), is an object with the
+    tokenLimit its result was cut at."""
+    if "trace" not in obj and "traceCrc32" not in obj:
         return True
-    return isinstance(obj["trace"], dict) and type(obj.get("resultTokenLimit")) is int
+    return type(obj.get("resultTokenLimit")) is int and isinstance(obj.get("trace", {}), dict)
 
 
 def _valid_header(obj: Any) -> bool:
@@ -212,22 +226,29 @@ def _valid_whole(obj: Any) -> bool:
     return "trace" in obj or len(result["relatedNotes"]) == len(obj["relatedTokens"])
 
 
-_RESULT_MARK = b',"result":'
+_RESULT_MARK, _TRACE_MARK = b',"result":', b',"trace":'
+#: (the header as a JSON object of its own, the trace's bytes or None, the result's bytes)
+Parts = tuple[bytes, bytes | None, bytes]
 
 
-def _split(raw: bytes) -> tuple[bytes, bytes] | None:
-    """(the header as a JSON object of its own, the result's bytes), when ``result`` is the last
-    member (as this service writes it).
+def _split(raw: bytes) -> Parts | None:
+    """The parts of ``raw`` when ``result`` is its last member and ``trace``, if any, the one
+    before (as this service writes them).
 
-    Inside a JSON string a quote is escaped, so the bytes ``,"result":`` only ever appear as a member
-    name, and no object of the layout but the envelope has a member called ``result``: they occur
-    once, and searching from the start finds them after the header (a search from the end would
-    cross the whole result: ten times slower on a 6 KB snapshot, on the reader's hot path).
+    Inside a JSON string a quote is escaped, so the bytes ``,"result":`` and ``,"trace":`` only
+    ever appear as member names, and no object of the layout but the envelope has members called
+    so: each occurs at most once, and searching from the start finds ``result`` after the header (a
+    search from the end would cross the whole result: ten times slower on a 6 KB snapshot, on the
+    reader's hot path).
     """
     at = raw.find(_RESULT_MARK)
     if at <= 0 or not raw.endswith(b"}"):
         return None
-    return raw[:at] + b"}", raw[at + len(_RESULT_MARK) : -1]
+    result = raw[at + len(_RESULT_MARK) : -1]
+    trace_at = raw.find(_TRACE_MARK, 0, at)
+    if trace_at < 0:
+        return raw[:at] + b"}", None, result
+    return raw[:trace_at] + b"}", raw[trace_at + len(_TRACE_MARK) : at], result
 
 
 def _parsed(data: bytes) -> Any:
@@ -237,18 +258,36 @@ def _parsed(data: bytes) -> Any:
         return None
 
 
-def _checked(raw: bytes) -> tuple[dict[str, Any], bytes] | None:
-    """The header and the result's bytes, if the header is valid and the result is the one it
-    names: by its checksum, or (no checksum) by parsing the whole value."""
+def _matches(data: bytes | None, crc: Any) -> bool:
+    """Whether ``data`` is absent and has no checksum, or is there and matches it."""
+    if data is None:
+        return crc is None
+    return type(crc) is int and zlib.crc32(data) == crc
+
+
+def _checked(raw: bytes) -> tuple[dict[str, Any], bytes | None, bytes] | None:
+    """The header and the trace's and result's bytes, if the header is valid and the trace and the
+    result are the ones it names: by their checksums, or (none) by parsing the whole value."""
     parts = _split(raw)
-    if parts is None or not _valid_header(header := _parsed(parts[0])):
+    if parts is None or not isinstance(header := _parsed(parts[0]), dict):
         return None
-    crc = header.get("resultCrc32")
-    if type(crc) is int:
-        return (header, parts[1]) if zlib.crc32(parts[1]) == crc else None
-    if crc is not None or not _valid_whole(_parsed(raw)):
+    if "resultCrc32" not in header:
+        return _whole(raw, parts)
+    _, trace_json, result_json = parts
+    if not (_valid_header(header) and _matches(trace_json, header.get("traceCrc32"))):
         return None
-    return header, parts[1]
+    return (header, trace_json, result_json) if _matches(result_json, header["resultCrc32"]) else None
+
+
+def _whole(raw: bytes, parts: Parts) -> tuple[dict[str, Any], bytes | None, bytes] | None:
+    """A value without checksums, parsed and checked whole."""
+    if not _valid_whole(obj := _parsed(raw)):
+        return None
+    try:
+        trace_json = orjson.dumps(obj["trace"]) if "trace" in obj else None
+    except TypeError:  # a lone surrogate the standard library read: not a trace this service wrote
+        return None
+    return obj, trace_json, parts[2]
 
 
 def decode_envelope(data: bytes | str | None) -> Envelope | None:
@@ -261,12 +300,12 @@ def decode_envelope(data: bytes | str | None) -> Envelope | None:
         return None
     if checked is None:
         return None
-    obj, result_json = checked
+    obj, trace_json, result_json = checked
     return Envelope(
         note_id=obj["noteId"], seed=obj["seed"], strategy=obj["strategy"],
         generation=obj["generation"], computed_at_ms=obj["computedAt"], as_of_ms=obj["asOf"],
         max_token_limit=obj["maxTokenLimit"], focus_tokens=obj["focusTokens"],
         related_tokens=tuple(obj["relatedTokens"]), depends_on=tuple(obj["dependsOn"]),
-        config_hash=obj["configHash"], result_json=result_json, trace=obj.get("trace"),
+        config_hash=obj["configHash"], result_json=result_json, trace_json=trace_json,
         result_limit=obj.get("resultTokenLimit"),
     )

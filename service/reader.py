@@ -169,7 +169,7 @@ class SnapshotReader:
         if envelope.strategy != ask.strategy or envelope.max_token_limit < ask.token_limit:
             return None
         if ask.traced:
-            return envelope if envelope.trace is not None else None
+            return envelope if envelope.trace_json is not None else None
         if ask.token_limit < envelope.max_token_limit and not envelope.sliceable:
             return None
         return envelope

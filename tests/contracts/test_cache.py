@@ -9,6 +9,7 @@ test works under its own key prefix (``graphrag-test:<uuid>:v1``) and deletes it
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -228,6 +229,27 @@ class CacheContract:
         for bad in ({**good, "result": {"focusNote": [], "relatedNotes": []}},
                     {**good, "relatedTokens": [1, 2, 3]}):
             assert decode_envelope(orjson.dumps(bad)) is None
+
+    def test_a_trace_is_kept_as_checked_bytes_and_parsed_only_when_asked(self, store: Any) -> None:
+        trace = {"format": 1, "focusId": 1, "notes": {"2": {"title": "a \\uD83D cut"}}}
+        env = replace(envelope(1, 0, []), strategy="focus-context", seed=None, result_limit=2000,
+                      trace_json=orjson.dumps(trace))
+        data = env.encode()
+        got = decode_envelope(data)
+        assert got == env and "trace" not in got.__dict__  # not parsed by decoding
+        assert got.trace == trace and got.to_json()["trace"] == trace
+        header = {k: v for k, v in env.to_json().items() if k not in ("trace", "result")}
+        bad = [
+            data.replace(b'"title":"a', b'"title":"b'),  # a trace its checksum does not match
+            orjson.dumps({**header, "traceCrc32": None, "trace": trace, "result": env.result}),
+            orjson.dumps({**header, "result": env.result}),  # a checksum without its trace
+            orjson.dumps({k: v for k, v in header.items() if k != "traceCrc32"}
+                         | {"trace": trace, "result": env.result}),
+            orjson.dumps({**header, "resultTokenLimit": None, "trace": trace, "result": env.result}),
+        ]
+        assert [d for d in bad if decode_envelope(d) is not None] == []
+        whole = {k: v for k, v in env.to_json().items() if k not in ("resultCrc32", "traceCrc32")}
+        assert decode_envelope(orjson.dumps(whole)) == env  # written before the checksums
 
     def test_a_result_that_does_not_fit_its_token_counts_is_served_whole_but_never_sliced(
         self, store: Any
