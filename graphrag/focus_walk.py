@@ -13,7 +13,7 @@ live members that some budget may claim (so any claimed subset still leaves ``ca
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from graphrag.approx_tokens import estimate_tokens, truncate_tokens
 from graphrag.focus_trace import group_key
@@ -44,6 +44,10 @@ class Walk:
         self.facts: set[str] = {f"note:{focus.id}", f"notebook:{focus.notebook_id}"}
         self.seen: set[int] = {focus.id}  # notes named by a need so far: their render data is prefetched
         self._costs: dict[int, int] = {}
+        # the render data of the loaded seen notes, gathered once per note (``with_render``)
+        self._rendered: set[int] = set()
+        self._notebooks: set[int] = set()
+        self._folders: set[int] = set()
 
     # -- keys and rows ----------------------------------------------------------------------------
     def referrer_key(self, note_id: int) -> ReferrerKey:
@@ -79,35 +83,40 @@ class Walk:
         return self._costs[note_id]
 
     # -- needs (never raise) ----------------------------------------------------------------------
-    def expansion_need(self, parents: Iterable[int], depth: int, *, focus: bool = False) -> WikiNeed:
-        """Links, their target rows and access, and the referrer lists of ``parents`` at ``depth``."""
-        need = WikiNeed.of(links=parents)
+    def expansion_need(self, parents: Sequence[int], depth: int, *, focus: bool = False) -> WikiNeed:
+        """Links, their target rows and access, and the referrer lists of ``parents`` at ``depth``.
+        (Gathered in plain sets and made a need once: a union per parent copied every set so far.)"""
+        notes, access, referrers = set[int](), set[tuple[Viewer, int]](), dict[ReferrerKey, int]()
         for parent in parents:
             if not self.view.has_links(parent):
                 continue
             targets = self.view.links(parent)
-            self.seen.update(targets)
-            need |= WikiNeed.of(notes=targets, access=self._access_pairs(parent, targets))
+            notes.update(targets)
+            access |= self._access_pairs(parent, targets)
             length = self._inbound_length(parent, depth, focus)
             if length > 0:
                 key = self.referrer_key(parent)
-                referrers = self._loaded_referrers(key, length)
-                self.seen.update(referrers)
-                need |= WikiNeed.of(referrers={key: length}, notes=referrers)
+                referrers[key] = max(length, referrers.get(key, 0))
+                notes.update(self._loaded_referrers(key, length))
+        self.seen |= notes
+        need = WikiNeed.of(links=parents, notes=notes, access=access, referrers=referrers)
         return self.with_render(need)
 
     def peers_need(self, lengths: Mapping[PeerKey, int]) -> WikiNeed:
-        need = WikiNeed.of(peers=lengths)
-        for key, length in lengths.items():
-            members = self._loaded_peers(key, length)[:length]
-            self.seen.update(members)
-            need |= WikiNeed.of(notes=members)
-        return self.with_render(need)
+        members = {m for key, n in lengths.items() for m in self._loaded_peers(key, n)[:n]}
+        self.seen |= members
+        return self.with_render(WikiNeed.of(peers=lengths, notes=members))
 
     def with_render(self, need: WikiNeed) -> WikiNeed:
         """``need`` plus the notebooks and folders of every live note seen so far (prefetched in the
-        same round, so rendering rarely needs a round of its own)."""
-        return need | self.render_need(self.seen)
+        same round, so rendering rarely needs a round of its own). A loaded note's are gathered
+        once: ``seen`` only grows, and asked again on every round, it made this quadratic."""
+        for note_id in self.seen - self._rendered:
+            note = self._loaded_note(note_id)
+            if note is not None:
+                self._rendered.add(note_id)
+                self._render_data(note, self._notebooks, self._folders)
+        return need | WikiNeed.of(notebooks=self._notebooks, folders=self._folders)
 
     def render_need(self, note_ids: Iterable[int]) -> WikiNeed:
         """Notebooks and folder chains of the loaded ones of ``note_ids``."""
@@ -115,10 +124,15 @@ class Walk:
         folders: set[int] = set()
         for note_id in note_ids:
             note = self._loaded_note(note_id)
-            if note is not None and not note.deleted:
-                notebooks.update(() if note.notebook_id is None else (note.notebook_id,))
-                folders.update(() if note.folder_id is None else (note.folder_id,))
+            if note is not None:
+                self._render_data(note, notebooks, folders)
         return WikiNeed.of(notebooks=notebooks, folders=folders)
+
+    @staticmethod
+    def _render_data(note: WikiNote, notebooks: set[int], folders: set[int]) -> None:
+        if not note.deleted:
+            notebooks.update(() if note.notebook_id is None else (note.notebook_id,))
+            folders.update(() if note.folder_id is None else (note.folder_id,))
 
     def _loaded_note(self, note_id: int) -> WikiNote | None:
         try:

@@ -144,6 +144,8 @@ def _pairs(mapping: Mapping[Any, int]) -> frozenset[tuple[Any, int]]:
 
 def _merge(a: frozenset[tuple[Any, int]], b: frozenset[tuple[Any, int]]) -> frozenset[tuple[Any, int]]:
     """Union of two key -> length requests; a key asked twice keeps the longer length."""
+    if not a or not b:
+        return a or b
     merged: dict[Any, int] = {}
     for key, length in (*a, *b):
         merged[key] = max(length, merged.get(key, 0))
