@@ -9,6 +9,7 @@ cover the operations the deployment issue names and every metric the reader expo
 
 from __future__ import annotations
 
+import gc
 import json
 import re
 import textwrap
@@ -453,3 +454,18 @@ def test_runbook_commands_exist_in_the_cli(runbook: str) -> None:
     for flag in ("--queue", "--status", "--all"):
         assert flag in CliRunner().invoke(main, ["rebuild", "--help"]).output
     assert "--sample" in CliRunner().invoke(main, ["audit", "--help"]).output
+
+
+def test_a_worker_process_freezes_what_it_built_before_its_first_task(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The runtime is built first, then frozen: the collector's full passes skip it for good."""
+    frozen_while_building: list[int] = []
+    building = lambda: frozen_while_building.append(gc.get_freeze_count())  # noqa: E731
+    monkeypatch.setattr(celery_app, "current", building)
+    gc.unfreeze()
+    try:
+        celery_app._warm_up()
+        assert frozen_while_building == [0] and gc.get_freeze_count() > 10_000
+    finally:
+        gc.unfreeze()
