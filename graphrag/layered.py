@@ -4,9 +4,12 @@ Four priority layers of relationship handlers; a handler yields one note per cal
 follow-up handlers in lower layers when it yields. A related note that does not fit is skipped and the
 walk carries on, so a smaller tokenLimit is not a prefix of a larger one.
 
-Data is read through the view; when something is not loaded yet the run is restarted after the driver
-has loaded it (plus a look-ahead for every registered handler, so rounds stay few). Runs are
-deterministic, so a restart reproduces the same decisions.
+Data is read through the view. One step (a handler yields a note, registers its follow-ups and offers
+it to the budget) changes the run's state only once everything it read was loaded; when something is
+not loaded yet, the step is undone (the handler's position, the follow-ups it registered), the driver
+loads what it lacked plus a look-ahead for every registered handler (so rounds stay few), and the
+same step runs again. So the run goes on where it stopped, and its decisions are the ones a run on a
+fully loaded graph makes.
 """
 
 from __future__ import annotations
@@ -47,20 +50,11 @@ def layered(costing: Costing, params: LayeredParams, request: Request) -> Genera
     yield from view.ensure(
         Need(children=frozenset(first), inbound=frozenset({sk.id}), ancestors=targets, rows=targets)
     )
-    windows: dict[tuple[Relation, int], int] = {}
-    while True:
-        run: _Run | None = None
-        try:
-            run = _Run(costing, params, request, focus)
-            return run.run()
-        except MissingData as miss:
-            yield view.missing(miss.need | (run.lookahead(windows) if run else Need()))
-            if run is not None and run.asking is not None:
-                key = run.asking.key
-                windows[key] = min(windows.get(key, _LOOKAHEAD_FIRST) * 2, _LOOKAHEAD_MAX)
-        finally:
-            if run is not None:
-                run.close()
+    run = _Run(costing, params, request, focus)
+    try:
+        return (yield from run.run())
+    finally:
+        run.close()
 
 
 class _Handler:
@@ -113,14 +107,15 @@ class _Run:
         self.lists: tuple[list[int], ...] = ([], [], [], [])
         self.used = 0
         self.budget = req.token_limit - focus.tokens
-        self.asking: _Handler | None = None  # the handler being asked, for the look-ahead
+        # rows prefetched per handler when the run stops on it (doubling each time)
+        self.windows: dict[tuple[Relation, int], int] = {}
         self._register_initial()
 
     def close(self) -> None:
         """Drop the handlers. Their item lists are closures over this run, a reference cycle per
-        run: left to the cycle collector, a batch's dead runs (millions of objects) outlived the
-        young generations and were reclaimed only by full collections, a third of layered's time."""
-        self.layers, self.asking = [[], [], [], []], None
+        run: left to the cycle collector, a batch's dead runs outlived the young generations and
+        were reclaimed only by full collections (a third of layered's time, when runs restarted)."""
+        self.layers = [[], [], [], []]
 
     # -- handler lists ----------------------------------------------------------------------------
     def _shuffled(self, relation: Relation, owner: int, ids: Sequence[int]) -> tuple[int, ...]:
@@ -209,30 +204,32 @@ class _Run:
         return _Handler(relation, lambda: self._shuffled(relation, owner, ids()), owner)
 
     # -- the loop ---------------------------------------------------------------------------------
-    def run(self) -> Outcome:
-        self._run_layer(0)
-        return self._outcome()
-
-    def _run_layer(self, layer: int) -> None:
+    def run(self) -> Generator[Need, None, Outcome]:
+        yield from self._run_layer(0)
         while True:
-            processed = self._pass(layer)
+            try:
+                return self._outcome()
+            except MissingData as miss:
+                yield self.view.missing(miss.need)
+
+    def _run_layer(self, layer: int) -> Generator[Need, None, None]:
+        while True:
+            processed = yield from self._pass(layer)
             has_next = layer + 1 < len(self.layers)
             if has_next and (self.counter[layer] >= self.quota[layer] or processed == 0):
-                self._run_layer(layer + 1)
+                yield from self._run_layer(layer + 1)
                 self.counter[layer] = 0
             if processed == 0:
                 return
 
-    def _pass(self, layer: int) -> int:
+    def _pass(self, layer: int) -> Generator[Need, None, int]:
         processed, exhausted = 0, False
         for handler in list(self.layers[layer]):
-            self.asking = handler
-            note = handler.next()
-            if note is None:
+            accepted = yield from self._step(handler)
+            if accepted is None:
                 exhausted = True
                 continue
-            self._follow_ups(handler.relation, note)
-            if self._offer(note, handler.relation):
+            if accepted:
                 processed += 1
                 self.counter[layer] += 1
                 if self.counter[layer] >= self.quota[layer]:
@@ -240,6 +237,24 @@ class _Run:
         if exhausted:  # an exhausted handler stays exhausted: later passes need not ask it again
             self.layers[layer] = [h for h in self.layers[layer] if not h.exhausted]
         return processed
+
+    def _step(self, handler: _Handler) -> Generator[Need, None, bool | None]:
+        """The handler's next note: None when it has none left, else whether it was processed.
+        A step that stops on missing data is undone, and run again once the data is loaded."""
+        while True:
+            position, third, fourth = handler.position, len(self.layers[2]), len(self.layers[3])
+            try:
+                note = handler.next()
+                if note is None:
+                    return None
+                self._follow_ups(handler.relation, note)
+                return self._offer(note, handler.relation)
+            except MissingData as miss:
+                handler.position = position
+                del self.layers[2][third:], self.layers[3][fourth:]
+                yield self.view.missing(miss.need | self.lookahead())
+                key = handler.key
+                self.windows[key] = min(self.windows.get(key, _LOOKAHEAD_FIRST) * 2, _LOOKAHEAD_MAX)
 
     def _offer(self, note: int, relation: Relation) -> bool:
         """Processed when accepted by the budget or already in the result."""
@@ -266,11 +281,11 @@ class _Run:
         )
 
     # -- look-ahead -------------------------------------------------------------------------------
-    def lookahead(self, windows: dict[tuple[Relation, int], int]) -> Need:
+    def lookahead(self) -> Need:
         """What every registered handler will read in its next window of notes; never raises."""
         need, rows = Need(), set[int]()
         for handler in (h for layer in self.layers for h in layer):
-            window = windows.get(handler.key, _LOOKAHEAD_FIRST)
+            window = self.windows.get(handler.key, _LOOKAHEAD_FIRST)
             try:
                 rows.update(handler.items()[handler.position : handler.position + window])
             except MissingData as miss:
