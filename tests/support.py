@@ -131,6 +131,21 @@ def compute_all(
     return view, run_batch(jobs, view, lambda need: graph.load(view, need))
 
 
+def compute_preloaded(graph: Graph, request: Request, strategy: str, *,
+                      counter: TokenCounter | None = None) -> Any:
+    """One computation on a view that holds the whole graph (and every dangling id up to 3 past
+    the largest) before it starts: a run that never stops on missing data. Fails if it asks."""
+    everything = frozenset(range(1, max(graph.notes) + 4))
+    view = GraphView()
+    graph.load(view, Need(everything, everything, everything, everything, everything))
+    costing = Costing(view, counter or CharsCounter(), StrategyParams().details_truncate_bytes)
+    job = computation(strategy, costing, StrategyParams(), request)
+
+    def asked(need: Need) -> None:
+        raise AssertionError(f"a preloaded run asked for {need}")
+    return run_batch({request: job}, view, asked)[request]
+
+
 def compute(
     graph: Graph,
     focus: int,

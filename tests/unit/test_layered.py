@@ -7,7 +7,7 @@ import gc
 import pytest
 
 import graphrag
-from tests.support import Graph, compute
+from tests.support import NOW_MS, Graph, compute, compute_preloaded
 from tests.unit.helpers import doc, ids_with, rels, spec_u, uris
 
 BIG = 1_000_000
@@ -359,3 +359,18 @@ def test_finished_runs_are_freed_at_once_not_left_to_the_cycle_collector() -> No
     finally:
         gc.enable()
     assert len(out.picks) > 10 and alive == []
+
+
+def test_a_step_stopped_by_an_unloaded_row_registers_its_follow_ups_once() -> None:
+    """The children are link notes: a child's step registers its target's handler, then stops on
+    the child's unloaded row; run again, it must not register it twice (a second handler would
+    count as processed in layer three and hand layer four its turn early)."""
+    g = Graph()
+    g.add(1, title="focus")
+    g.add(500, title="elsewhere")
+    for i in range(2, 40):
+        g.add(100 + i, title=f"target {i}")
+        g.add(i, parent_id=1, target_id=100 + i, title=f":link {i}")
+        g.add(200 + i, parent_id=500, target_id=100 + i, title=f":other {i}")
+    loaded = compute_preloaded(g, graphrag.Request(1, 0, BIG, NOW_MS), "layered")
+    assert isinstance(loaded, graphrag.Outcome) and rels(lay(g, 1)) == rels(loaded)

@@ -18,7 +18,7 @@ import graphrag
 from graphrag import CharsCounter, OnePerNoteCounter, Request, TokenCounter
 from graphrag.labels import WEIGHTS
 from graphrag.model import Relation
-from tests.support import DAY_MS, NOW_MS, Graph, compute, compute_all
+from tests.support import DAY_MS, NOW_MS, Graph, compute, compute_all, compute_preloaded
 
 DETAILS = [None, "", "short", "é" * 100, "中" * 60, "x" * 300, "😀" * 40 + "tail"]
 WAVEFRONT_IMPOSSIBLE = {
@@ -290,6 +290,16 @@ def test_wavefront_smaller_limit_is_a_slice_of_the_larger(case: Case, other: int
     )
     live = case.run(token_limit=small, traversal_token_limit=large)
     assert orjson.loads(live.to_json()) == expected
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cases(wild=True))
+def test_a_run_that_stops_on_missing_data_decides_as_one_on_a_loaded_graph(case: Case) -> None:
+    """Lazily (every datum it lacks stops the run, which goes on once it is loaded) and on a view
+    holding the whole graph before it starts: the same bytes."""
+    request = Request(case.focus, case.seed, case.token_limit, NOW_MS)
+    loaded = compute_preloaded(case.graph, request, case.strategy, counter=case.counter)
+    assert isinstance(loaded, graphrag.Outcome) and loaded.to_json() == case.run().to_json()
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
