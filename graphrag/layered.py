@@ -94,7 +94,7 @@ def _spiral(siblings: Sequence[int], center: int) -> list[int]:
     pairs = min(len(left), len(right))
     out = [0] * (2 * pairs)
     out[0::2], out[1::2] = left[:pairs], right[:pairs]  # slices, not a loop: a monster parent's
-    return out + left[pairs:] + right[pairs:]  # thousands of children are spiralled on every run
+    return out + left[pairs:] + right[pairs:]  # thousands of children are spiralled per request
 
 
 class _Run:

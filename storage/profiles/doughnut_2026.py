@@ -183,7 +183,7 @@ class Doughnut2026:
         for viewer, notebook_id in pairs:
             by_viewer[viewer].append(notebook_id)
         for viewer, notebook_ids in by_viewer.items():
-            statement, params = sql.ACCESS(viewer.user_id, viewer.circle_id)
+            statement, params = sql.access(viewer.user_id, viewer.circle_id)
             for chunk in chunks(notebook_ids, self.in_chunk):
                 seen = set()
                 for r in conn.execute(statement, {"ids": chunk, **params}):

@@ -37,12 +37,12 @@ from storage.profiles.tables_2026 import (
 )
 
 __all__ = [
-    "ACCESS",
     "FOLDER_CHAINS",
     "LINKS",
     "NOTEBOOKS",
     "NOTES",
     "Sampled",
+    "access",
     "folder_peers",
     "note_columns",
     "referrers",
@@ -184,7 +184,7 @@ def _root_peers(seeded: bool) -> Select[Any]:
     return _sample(_ranked(rows, note.c.notebook_id, note.c.id, seeded))
 
 
-def ACCESS(viewer_user: int | None, viewer_circle: int | None) -> Sampled:
+def access(viewer_user: int | None, viewer_circle: int | None) -> Sampled:
     """Per notebook in ``ids``: its owner and the viewer's subscription, bazaar and circle facts."""
     if viewer_user is not None:
         return _access(True), {"user": viewer_user}

@@ -142,4 +142,4 @@ def test_sampled_statements_are_built_once_per_shape_and_bound_per_call() -> Non
     assert sql.referrers(None, None, 5)[0] is not seeded_user
     assert sql.folder_peers(1, 3)[0] is sql.folder_peers(2, 8)[0] is not sql.folder_peers(None, 3)[0]
     assert sql.root_peers(None, 3) == (sql.root_peers(None, 9)[0], {"limit": 3})
-    assert sql.ACCESS(None, 4) == (sql.ACCESS(None, 5)[0], {"circle": 4})
+    assert sql.access(None, 4) == (sql.access(None, 5)[0], {"circle": 4})
