@@ -123,27 +123,28 @@ def compute_all(
     *,
     counter: TokenCounter | None = None,
     params: StrategyParams | None = None,
+    preloaded: bool = False,
 ) -> tuple[GraphView, dict[Request, Any]]:
+    """The batch's view and results; ``preloaded``: the view holds the whole graph (and every
+    dangling id up to 3 past the largest) before the runs start, and a run that asks fails."""
     view = GraphView()
     truncate = (params or StrategyParams()).details_truncate_bytes
     costing = Costing(view, counter or CharsCounter(), truncate)
     jobs = {r: computation(strategy, costing, params or StrategyParams(), r) for r in requests}
-    return view, run_batch(jobs, view, lambda need: graph.load(view, need))
+    if not preloaded:
+        return view, run_batch(jobs, view, lambda need: graph.load(view, need))
+    everything = frozenset(range(1, max(graph.notes) + 4))
+    graph.load(view, Need(everything, everything, everything, everything, everything))
+
+    def asked(need: Need) -> None:
+        raise AssertionError(f"a preloaded run asked for {need}")
+    return view, run_batch(jobs, view, asked)
 
 
 def compute_preloaded(graph: Graph, request: Request, strategy: str, *,
                       counter: TokenCounter | None = None) -> Any:
-    """One computation on a view that holds the whole graph (and every dangling id up to 3 past
-    the largest) before it starts: a run that never stops on missing data. Fails if it asks."""
-    everything = frozenset(range(1, max(graph.notes) + 4))
-    view = GraphView()
-    graph.load(view, Need(everything, everything, everything, everything, everything))
-    costing = Costing(view, counter or CharsCounter(), StrategyParams().details_truncate_bytes)
-    job = computation(strategy, costing, StrategyParams(), request)
-
-    def asked(need: Need) -> None:
-        raise AssertionError(f"a preloaded run asked for {need}")
-    return run_batch({request: job}, view, asked)[request]
+    """One computation that never stops on missing data (``compute_all(preloaded=True)``)."""
+    return compute_all(graph, [request], strategy, counter=counter, preloaded=True)[1][request]
 
 
 def compute(
