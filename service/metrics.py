@@ -18,6 +18,7 @@ class ReaderMetrics:
 
     hits: Counter
     stale: Counter
+    outdated: Counter
     misses: Counter
     live_computes: Counter
     lock_waits: Counter
@@ -38,6 +39,8 @@ class ReaderMetrics:
         return cls(
             hits=counter("cache_hits", "Fresh snapshots served"),
             stale=counter("cache_stale", "Snapshots served past their soft TTL or configuration"),
+            outdated=counter("cache_outdated", "Snapshots older than an event that affects them, "
+                             "computed live instead"),
             misses=counter("cache_misses", "Reads that found no usable snapshot"),
             live_computes=counter("live_computes", "Contexts computed live by the reader"),
             lock_waits=counter("lock_waits", "Reads that waited for another reader's live compute"),

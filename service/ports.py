@@ -90,6 +90,10 @@ class SnapshotCache(Protocol):
     def read(self, key: SnapshotKey) -> bytes | None:
         """The stored bytes of one snapshot (one round trip), or None; a foreign value is None."""
 
+    def read_current(self, key: SnapshotKey) -> tuple[bytes | None, int]:
+        """(the stored bytes or None, the note's generation counter) in one round trip: a snapshot
+        whose generation is below the counter was computed before an event that affects it."""
+
     def write_many(self, envelopes: Sequence[Envelope]) -> list[bool]:
         """Compare-and-set every envelope (refused when its generation is older than the note's)
         and keep the reverse index exact; the accepted flags, in order."""

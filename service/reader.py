@@ -1,8 +1,11 @@
 """The thin reader: serve a snapshot from the cache, compute live only on a miss (docs/redis.md).
 
-``get`` on a fresh hit is one cache read, one decode and a prefix slice: no SQL, no second round
-trip. Past the soft TTL (or under another configuration) the snapshot is served *stale* and one
-refresh per note is queued. On a miss one reader computes under a short per-snapshot lock and writes
+``get`` on a fresh hit is one cache read (the snapshot and its note's generation, one MGET), one
+decode and a prefix slice: no SQL, no second round trip. A snapshot older than its note's generation
+is *outdated* (an event that affects it was processed after it was computed, and its rebuild is
+queued): it is never served while the database answers, the answer is computed as on a miss. Past
+the soft TTL (or under another configuration) the snapshot is served *stale* and one refresh per
+note is queued. On a miss one reader computes under a short per-snapshot lock and writes
 the result back through the compare-and-set; the others wait for it (bounded) and then read it.
 Cache down: compute live and say so; database down: serve any snapshot, however old; both down:
 :class:`Unavailable`.
@@ -149,7 +152,7 @@ class SnapshotReader:
         if ask.stored_limit is None:
             return self._live(ask, write=False)
         try:
-            raw = self.store.read(ask.key)
+            raw, generation = self.store.read_current(ask.key)
         except CacheUnavailable as err:
             self.metrics.redis_errors.inc()
             log.warning("cache unavailable, computing note %s live: %s", ask.note_id, err)
@@ -160,6 +163,8 @@ class SnapshotReader:
         if envelope is None:
             self.metrics.misses.inc()
             return self._compute_once(ask)
+        if envelope.generation < generation:
+            return self._outdated(envelope, ask)
         return self._cached(envelope, ask)
 
     def _usable(self, envelope: Envelope | None, ask: Ask) -> Envelope | None:
@@ -187,6 +192,21 @@ class SnapshotReader:
         self.metrics.stale.inc()
         self._queue_refresh(ask.note_id)
         return self._served(envelope_body(envelope, ask), "stale", age_s)
+
+    def _outdated(self, envelope: Envelope, ask: Ask) -> Served:
+        """An event that affects this snapshot came after its computation (the rebuild is queued):
+        what it shows may be an edited note's old text, so the answer is computed now, once under
+        the snapshot's lock, and written back. With the database down the old snapshot is served
+        as stale."""
+        self.metrics.outdated.inc()
+        try:
+            if ask.viewer is not None:
+                return self._live(ask, write=False)
+            return self._compute_once(ask)
+        except Unavailable:
+            self.metrics.stale.inc()
+            age_s = max(0.0, (self.clock_ms() - envelope.computed_at_ms) / 1000)
+            return self._served(envelope_body(envelope, ask), "stale", age_s)
 
     @staticmethod
     def _served(answer: Answer, source: Source, age_s: float) -> Served:
@@ -225,10 +245,12 @@ class SnapshotReader:
 
     def _after_lock(self, ask: Ask) -> Served:
         try:
-            envelope = self._usable(decode_envelope(self.store.read(ask.key)), ask)
+            raw, generation = self.store.read_current(ask.key)
         except CacheUnavailable:
-            envelope = None
-        if envelope is not None and self._fresh(envelope, self.clock_ms()):
+            raw, generation = None, 0
+        envelope = self._usable(decode_envelope(raw), ask)
+        if (envelope is not None and envelope.generation >= generation
+                and self._fresh(envelope, self.clock_ms())):
             self.metrics.hits.inc()
             return self._served(envelope_body(envelope, ask), "cache", 0.0)
         return self._live(ask, write=True)

@@ -88,6 +88,10 @@ class MemoryCache:
             entry = self.state.snapshots.get(key)
             return entry[0] if self.state.live(entry) and entry is not None else None
 
+    def read_current(self, key: SnapshotKey) -> tuple[bytes | None, int]:
+        with self.state.lock:
+            return self.read(key), self._generation(key.note_id)
+
     def ping(self) -> None:
         self.state.check()
 

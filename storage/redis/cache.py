@@ -91,6 +91,14 @@ def _fact(value: Any) -> int | str:
     return int(text) if text.isdigit() else text
 
 
+def _counter(value: Any) -> int:
+    """A stored counter; missing or not a number (a foreign value) reads as 0."""
+    try:
+        return int(value or 0)
+    except ValueError:
+        return 0
+
+
 def _ids(values: Iterable[Any]) -> set[Any]:
     return {_fact(v) for v in values}
 
@@ -133,7 +141,8 @@ class RedisCache:
 
     # -- reads ----------------------------------------------------------------------------------
     def read(self, key: SnapshotKey) -> bytes | None:
-        """The stored bytes (one GET), or None. A key of another type reads as a miss."""
+        """The stored bytes (one GET), or None. A key of another type reads as a miss. The reader
+        uses :meth:`read_current`, which also says whether an event came after the snapshot."""
         name = self._snapshot_key(key)
         try:  # the hot path: a plain try rather than the translated() context manager
             value = self.redis.get(name)
@@ -144,6 +153,17 @@ class RedisCache:
                 return None
             raise
         return value.encode() if isinstance(value, str) else value
+
+    def read_current(self, key: SnapshotKey) -> tuple[bytes | None, int]:
+        """(the stored bytes or None, the note's generation) in one MGET: both keys carry the
+        note's hash tag, so they share a slot on a cluster. A key of another type reads as None
+        (MGET answers nil for it), a generation that is not a number as 0."""
+        names = (self._snapshot_key(key), self.keys.generation(key.note_id))
+        try:
+            value, generation = self.redis.mget(names)
+        except UNAVAILABLE as err:
+            raise unavailable(err) from err
+        return (value.encode() if isinstance(value, str) else value), _counter(generation)
 
     def ping(self) -> None:
         """Raise :class:`CacheUnavailable` unless Redis answers PING."""

@@ -123,6 +123,19 @@ class CacheContract:
         assert stored is not None and stored.generation == current + 5
         self.assert_index_matches(store)
 
+    def test_read_current_gives_the_snapshot_and_its_notes_generation_at_once(
+        self, store: Any
+    ) -> None:
+        assert store.read_current(wf(4)) == (None, 0)
+        generation = store.bump_generations([4])[4]
+        assert store.read_current(wf(4)) == (None, generation)
+        assert write(store, envelope(4, generation, [1]))
+        assert store.read_current(wf(4)) == (store.read(wf(4)), generation)
+        later = store.bump_generations([4])[4]  # an event affecting 4 after its computation
+        raw, current = store.read_current(wf(4))
+        stored = decode_envelope(raw)
+        assert current == later and stored is not None and stored.generation < current
+
     def test_generations_keep_increasing_after_the_counter_is_lost(self, store: Any) -> None:
         first = store.bump_generations([1, 2, 3])
         self.backend.lose_generation(2)  # expiry or eviction
@@ -458,6 +471,9 @@ class RedisCacheContract(CacheContract):
         key = store.keys.snapshot(1, "wavefront", 0)
         store.redis.rpush(key, b"x")
         assert store.read(wf(1)) is None
+        store.redis.hset(store.keys.generation(1), "x", "1")
+        assert store.read_current(wf(1)) == (None, 0)
+        store.redis.delete(store.keys.generation(1))
         assert write(store, envelope(1, 0, [2]))
         assert snapshot_of(store, 1, "wavefront", 0) == envelope(1, 0, [2])
 

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import redis
 
+from service.envelope import SnapshotKey
 from tests.contracts.backends import RedisBackend, backend_named
 from tests.contracts.test_cache import envelope
 from tests.services.redis_cluster import shared_cluster
@@ -52,4 +53,14 @@ def test_script_calls_on_a_cluster_ask_no_server_for_their_keys(cluster: Any) ->
     cluster.cache.delete_focus(foci[0])
     assert accepted == [True] * len(foci) and len(taken) == len(foci)
     assert _calls("evalsha") - scripts >= 3 * len(foci)  # writes, index updates, bumps, stamps, ...
+    assert _calls("command|getkeys") == getkeys
+
+
+def test_a_read_on_a_cluster_is_one_mget_on_the_notes_node(cluster: Any) -> None:
+    getkeys, mgets = _calls("command|getkeys"), _calls("mget")
+    generation = cluster.cache.bump_generations([7])[7]
+    cluster.cache.write_many([envelope(7, generation, [8])])
+    raw, current = cluster.cache.read_current(SnapshotKey(7, "wavefront", 0))
+    assert raw is not None and current == generation
+    assert _calls("mget") == mgets + 1
     assert _calls("command|getkeys") == getkeys

@@ -2,7 +2,7 @@
 
 Random wiki graphs are loaded into SQLite and rebuilt into a real Redis (a private key prefix). For every
 focus, both seed variants and a sweep of tokenLimits, the reader's answer equals a live compute byte for
-byte, in JSON and in markdown; a fresh hit is one Redis GET and runs no SQL.
+byte, in JSON and in markdown; a fresh hit is one Redis MGET (the snapshot and its generation) and runs no SQL.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def client() -> Iterator[redis.Redis]:
         yield client
 
 
-def test_every_token_limit_from_one_snapshot_equals_live_and_a_hit_is_one_get(
+def test_every_token_limit_from_one_snapshot_equals_live_and_a_hit_is_one_mget(
         engine: Engine, client: redis.Redis) -> None:
     service = ContextService(open_source(engine, "doughnut-2026"), CharsCounter(), StrategyParams())
     counted = CountingRedis(client)
@@ -73,7 +73,7 @@ def test_every_token_limit_from_one_snapshot_equals_live_and_a_hit_is_one_get(
                 for limit in SWEEP:
                     counted.calls.clear()
                     served = reader.get(focus, token_limit=limit, seed=seed)
-                    assert (served.source, counted.calls) == ("cache", ["get"]), (focus, seed, limit)
+                    assert (served.source, counted.calls) == ("cache", ["mget"]), (focus, seed, limit)
                     markdown = reader.get(focus, token_limit=limit, seed=seed, fmt="markdown")
                     assert markdown.source == "cache"
                     sql.count, seen = 0, sql.count

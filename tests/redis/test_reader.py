@@ -195,7 +195,7 @@ class ReaderContract:
         return set(store.redis.scan_iter(match=f"{store.keys.prefix}:snap:*", count=1000))
 
     # -- fresh hit --------------------------------------------------------------------------------
-    def test_fresh_hit_is_one_get_and_no_sql(
+    def test_fresh_hit_is_one_mget_and_no_sql(
         self, client: redis.Redis, prefix: str, sqlite: ContextService, counting: CountingService,
         make_reader: Callable[..., SnapshotReader], registry: CollectorRegistry,
     ) -> None:
@@ -210,7 +210,7 @@ class ReaderContract:
                 counted.calls.clear()
                 served = reader.get(10, token_limit=limit, seed=seed, strategy=strategy)
                 assert served.source == "cache"
-                assert counted.calls == ["get"], "a fresh hit is one GET, nothing else"
+                assert counted.calls == ["mget"], "a fresh hit is one MGET (snapshot and generation)"
             assert sql.count == 0
             assert counting.calls == 0
         finally:
@@ -278,6 +278,23 @@ class ReaderContract:
         assert counting.calls == 1
         assert not list(store.redis.scan_iter(match=f"{store.keys.prefix}:lock:*"))
         assert index_mismatches(store) == {}
+
+    def test_a_burst_of_readers_of_an_outdated_snapshot_computes_once_and_never_serves_it(
+        self, store: RedisCache, sqlite: ContextService, counting: CountingService,
+        reader: SnapshotReader, registry: CollectorRegistry,
+    ) -> None:
+        self.rebuild(sqlite, store, [21])
+        before = self.stored_body(store, 21, 7)
+        generation = store.bump_generations([21])[21]  # an event affecting 21 was processed
+        results = in_parallel(BURST, lambda: reader.get(21, seed=7))
+        assert {r.source for r in results} <= {"live", "cache"}
+        assert [r.source for r in results].count("live") == 1
+        assert counting.calls == 1, "one live computation for the whole burst"
+        assert {r.body for r in results} == {self.live(sqlite, 21, seed=7)} == {before}
+        assert self.metric(registry, "cache_outdated") >= 1
+        written = snapshot_of(store, 21, "wavefront", 7)
+        assert written is not None and written.generation == generation
+        assert reader.get(21, seed=7).source == "cache"
 
     def test_a_miss_writes_the_max_snapshot_and_answers_the_asked_limit(
         self, store: RedisCache, sqlite: ContextService, reader: SnapshotReader

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 import orjson
 import pytest
 
 from graphrag import NoteNotFound, Request
 from graphrag.errors import Unavailable
 from service.envelope import SnapshotKey
-from service.reader import ReaderConfig, SnapshotReader
+from service.events import NoteEvent
+from service.reader import ReaderConfig, Served, SnapshotReader
 from tests.usecases.conftest import LAYERED_LIMITS, MAX_LIMIT, SEEDS, STRATEGIES, World
 
 
@@ -90,3 +93,50 @@ def test_smaller_limits_are_prefixes_of_the_stored_ranking(world: World) -> None
         body = reader(world).get(2, seed=0, token_limit=limit).body
         assert body == live(world, 2, limit)
         assert len(orjson.loads(body)["relatedNotes"]) <= len(stored["relatedNotes"])
+
+
+def test_once_an_edit_s_event_is_processed_its_old_text_is_never_served(world: World) -> None:
+    world.rebuild([10])
+    before = reader(world).get(10, seed=0).body
+    assert b"Animals" in before  # 10's parent
+    world.edit(2, title="Beasts")
+    assert reader(world).get(10, seed=0).body == before  # no event yet: nothing to know
+    world.events(NoteEvent("note.updated", 2))
+    r = reader(world)
+    served = r.get(10, seed=0)
+    assert (served.source, served.body) == ("live", live(world, 10))
+    assert b"Beasts" in served.body and b"Animals" not in served.body
+    assert r.metrics.outdated._value.get() == 1
+    assert 10 in {f for f, _ in world.dirty.take(100)}  # the drain still rebuilds every variant
+    assert reader(world).get(10, seed=0) == Served(served.body, "cache", 0.0)  # written back
+
+
+def test_an_outdated_snapshot_of_another_seed_or_limit_is_computed_too(world: World) -> None:
+    world.rebuild([10])
+    world.edit(2, title="Beasts")
+    world.events(NoteEvent("note.updated", 2))
+    assert reader(world).get(10, seed=7, token_limit=300).body == live_seed(world, 10, 7, 300)
+    layered = reader(world).get(10, seed=0, strategy="layered", token_limit=LAYERED_LIMITS[0])
+    assert layered.source == "live" and b"Beasts" in layered.body
+
+
+def test_database_down_serves_an_outdated_snapshot_as_stale(world: World) -> None:
+    world.rebuild([10])
+    before = reader(world).get(10, seed=0).body
+    world.edit(2, title="Beasts")
+    world.events(NoteEvent("note.updated", 2))
+    world.source.down = True
+    assert reader(world).get(10, seed=0) == Served(before, "stale", 0.0)
+
+
+def test_an_outdated_snapshot_of_a_deleted_focus_is_not_found(world: World) -> None:
+    world.rebuild([33])
+    world.edit(33, deleted_at=dt.datetime(2026, 1, 1))
+    world.events(NoteEvent("note.deleted", 33))
+    with pytest.raises(NoteNotFound):
+        reader(world).get(33, seed=0)
+
+
+def live_seed(world: World, focus: int, seed: int, limit: int) -> bytes:
+    return world.service.compute(Request(focus, seed, limit, world.clock(), MAX_LIMIT),
+                                 "wavefront").to_json()
