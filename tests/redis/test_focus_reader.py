@@ -2,7 +2,8 @@
 
 Random wiki graphs are loaded into SQLite and rebuilt into a real Redis (a private key prefix). For every
 focus, both seed variants and a sweep of tokenLimits, the reader's answer equals a live compute byte for
-byte, in JSON and in markdown; a fresh hit is one Redis MGET (the snapshot and its generation) and runs no SQL.
+byte, in JSON and in markdown; a fresh hit is one Redis MGET (the snapshot and its generation) and
+runs no SQL.
 """
 
 from __future__ import annotations
