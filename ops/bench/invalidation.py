@@ -36,8 +36,8 @@ from storage.profiles import admin_2025
 from storage.redis.cache import RedisCache
 from worker.compose import Wiring
 
-__all__ = ["broker_section", "burst", "edit_pairs", "restore_titles", "services_section", "set_titles",
-           "single_edits"]
+__all__ = ["broker_section", "burst", "edit_pairs", "reader_edits", "restore_titles",
+           "services_section", "set_titles", "single_edits"]
 
 
 def set_titles(graph: Graph, titles: dict[int, str]) -> None:
@@ -101,14 +101,23 @@ def _shows(cache: RedisCache, focus: int, marker: bytes) -> Callable[[], bool]:
     return lambda: marker in _wavefront(cache, focus)
 
 
+def _served(http: httpx.Client, svc: Services, focus: int, marker: bytes) -> Callable[[], bool]:
+    """Whether ``graphrag serve`` answers a read of ``focus`` with ``marker`` in it."""
+    auth = {"Authorization": f"Bearer {svc.token}"}
+    return lambda: marker in http.get(f"/notes/{focus}/graph", params={"seed": 0}, headers=auth).content
+
+
 def edit_latencies(bench: Bench, graph: Graph, svc: Services, pairs: Sequence[tuple[int, int]],
-                   http: httpx.Client, tag: str, *, webhook: bool = True) -> tuple[list[float], int]:
+                   http: httpx.Client, tag: str, *, webhook: bool = True,
+                   reader: bool = False) -> tuple[list[float], int]:
     """(ms from the commit (and its webhook) to a snapshot showing the new title, timeouts), one
-    edit after another; ``webhook=False`` sends none (change capture announces the commit)."""
+    edit after another; ``webhook=False`` sends none (change capture announces the commit);
+    ``reader=True`` waits for ``graphrag serve`` to answer with the new title instead."""
     cache, latencies, timeouts = wiring_for(bench, graph, "main").cache, [], 0
     for i, (edited, watch) in enumerate(pairs):
         title = f"{EDIT_MARK} {bench.run} {tag}{i}"
-        shows = _shows(cache, watch, title.encode())
+        shows = (_served(http, svc, watch, title.encode()) if reader
+                 else _shows(cache, watch, title.encode()))
         started = time.perf_counter()
         set_titles(graph, {edited: title})
         if webhook:
@@ -133,6 +142,19 @@ def single_edits(bench: Bench, graph: Graph, svc: Services, pairs: list[tuple[in
     return {"p50_ms": percentile(latencies, .5), "p95_ms": percentile(latencies, .95),
             "max_ms": max(latencies, default=math.nan), "edits": len(latencies) + timeouts,
             "timeouts": timeouts, "samples_ms": rounded(latencies), "warmup_ms": rounded(cold)}
+
+
+def reader_edits(bench: Bench, graph: Graph, svc: Services, pairs: list[tuple[int, int]],
+                 http: httpx.Client) -> dict[str, Any]:
+    """Single edits again (other notes), each until the HTTP reader answers with the new title:
+    what a Doughnut user sees. The reader computes a snapshot an edit's processed event outdated
+    instead of serving it, so this is the event's path, not the drain's (docs/redis.md)."""
+    latencies, timeouts = edit_latencies(bench, graph, svc, pairs, http, "v", reader=True)
+    say(f"single edits, seen through the reader: p50 {percentile(latencies, .5):.0f} ms, p95 "
+        f"{percentile(latencies, .95):.0f} ms, {timeouts} timeouts of {len(latencies) + timeouts}")
+    return {"reader_p50_ms": percentile(latencies, .5), "reader_p95_ms": percentile(latencies, .95),
+            "reader_edits": len(latencies) + timeouts, "reader_timeouts": timeouts,
+            "reader_samples_ms": rounded(latencies)}
 
 
 def _settled(wiring: Wiring, svc: Services, wanted: dict[int, bytes], peak: list[int]) -> bool:
@@ -169,16 +191,19 @@ def burst(bench: Bench, graph: Graph, svc: Services, notes: list[int],
 def services_section(bench: Bench, graph: Graph,
                      foci: list[int]) -> tuple[dict[str, Any], dict[str, Any]]:
     """(HTTP reader figures, invalidation figures), with one worker and one HTTP server."""
-    pairs = edit_pairs(bench, graph, foci, WARMUP_EDITS + bench.plan.edits)
+    measured = WARMUP_EDITS + bench.plan.edits
+    pairs = edit_pairs(bench, graph, foci, measured + bench.plan.edits)
     used = {n for pair in pairs for n in pair}
     plain = sorted(admin_2025.live_plain_ids(graph.engine, foci) - used)
     notes = random.Random(bench.seed + 6).sample(plain, min(bench.plan.burst_notes, len(plain)))
     wiring = wiring_for(bench, graph, "main")
     with services(bench, graph) as svc, httpx.Client(base_url=svc.base_url, timeout=10) as http:
         reading = http_section(bench, svc, foci)
-        single = single_edits(bench, graph, svc, pairs, http)
+        single = single_edits(bench, graph, svc, pairs[:measured], http)
         wait_for(lambda: broker_idle(svc) and wiring.dirty.size() == 0, 60, 0.05)
-        return reading, {**single, **burst(bench, graph, svc, notes, http)}
+        seen = reader_edits(bench, graph, svc, pairs[measured:], http)
+        wait_for(lambda: broker_idle(svc) and wiring.dirty.size() == 0, 60, 0.05)
+        return reading, {**single, **seen, **burst(bench, graph, svc, notes, http)}
 
 
 def broker_section(bench: Bench, graph: Graph, foci: list[int], amqp_url: str) -> dict[str, Any]:

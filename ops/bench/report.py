@@ -213,11 +213,20 @@ def invalidation_lines(r: dict[str, Any]) -> list[str]:
             f"the note (through the reverse index) has the new title: p50 {fmt(x['p50_ms'])} ms, "
             f"p95 {fmt(x['p95_ms'])} ms, max {fmt(x['max_ms'])} ms, {x['timeouts']} timeouts; the "
             f"first {len(x['warmup_ms'])} edits (worker processes warming up) apart: "
-            f"{', '.join(fmt(v) for v in x['warmup_ms'])} ms.", "",
+            f"{', '.join(fmt(v) for v in x['warmup_ms'])} ms.", "", *_reader_seen(x),
             f"Burst: {x['burst_edits']:,} edits over {x['burst_notes']} notes in {x['burst_webhooks']} "
             f"webhooks: {'settled' if x['burst_settled'] else 'not settled'} after "
             f"{fmt(x['burst_1000_s'])} s (dirty set empty, broker idle, a sample of 20 snapshots "
             f"showing the last titles; dirty-set peak {x['burst_dirty_peak']:,}).", ""]
+
+
+def _reader_seen(x: dict[str, Any]) -> list[str]:
+    if "reader_p95_ms" not in x:
+        return []
+    return [f"The same for {x['reader_edits']} other edits, but until `graphrag serve` answers a read "
+            f"with the new title (the reader computes a snapshot that a processed event outdated "
+            f"instead of serving it): p50 {fmt(x['reader_p50_ms'])} ms, p95 {fmt(x['reader_p95_ms'])} "
+            f"ms, {x['reader_timeouts']} timeouts.", ""]
 
 
 def scale_lines(r: dict[str, Any]) -> list[str]:
