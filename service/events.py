@@ -19,7 +19,8 @@ from typing import Any
 from graphrag import GraphView, Need, Skeleton, get_strategy
 from service.ports import DirtyQueue, NoteSource, SnapshotCache
 
-__all__ = ["EVENT_TYPES", "NoteEvent", "affected_foci", "record_events", "sibling_radius"]
+__all__ = ["EVENT_TYPES", "NoteEvent", "affected_foci", "outdate_shown", "record_events",
+           "sibling_radius"]
 
 EVENT_TYPES = (
     "note.created", "note.updated", "note.moved", "note.deleted", "note.restored",
@@ -190,3 +191,17 @@ def record_events(events: Sequence[NoteEvent], notes: NoteSource, snapshots: Sna
     dirty.add(urgent, now_ms=now_ms, urgent=True)
     return affected
 
+
+
+def outdate_shown(note_ids: Iterable[int], snapshots: SnapshotCache) -> set[int]:
+    """Bump the generation of the notes and of every focus whose stored snapshots show one of them
+    (``dep:{X}``, on today's Doughnut ``dep:{note:X}``), with the cache alone; returns those foci.
+
+    What a webhook does before it answers: the reader computes a snapshot older than its generation
+    instead of serving it, so from the answer on no read shows an edited note's old text, however
+    long the event waits for a worker. The event task still resolves, bumps and marks dirty the whole
+    affected set (tree neighbours, moves, deletions need the database)."""
+    ids = set(note_ids)
+    foci = ids | snapshots.dependents([*ids, *(f"note:{i}" for i in ids)])
+    snapshots.bump_generations(foci)
+    return foci

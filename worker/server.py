@@ -12,6 +12,7 @@ from prometheus_client import CollectorRegistry
 
 from graphrag import GraphRagError
 from graphrag.errors import ConfigurationError
+from service.events import outdate_shown
 from service.metrics import ReaderMetrics
 from service.ports import NoteSource, SnapshotCache
 from worker.celery_app import create_celery
@@ -62,7 +63,8 @@ def build_http_app(
     if settings.webhook_secret is not None:
         webhook = WebhookReceiver(settings.webhook_secret.get_secret_value(), wiring.coordination,
                                   celery_enqueuer(celery or create_celery(settings)),
-                                  max_events=settings.webhook_max_events)
+                                  max_events=settings.webhook_max_events,
+                                  outdate=lambda ids: outdate_shown(ids, wiring.cache))
     return create_app(reader, reader_token=settings.reader_token.get_secret_value(),
                       registry=registry, health=health_of(wiring.cache, wiring.source),
                       webhook=webhook)

@@ -31,8 +31,10 @@ from prometheus_client import CollectorRegistry
 from standardwebhooks.webhooks import Webhook
 
 from graphrag import CharsCounter, StrategyParams
+from graphrag.errors import CacheUnavailable
 from service.context import ContextService
-from service.events import NoteEvent
+from service.envelope import SnapshotKey
+from service.events import NoteEvent, outdate_shown
 from service.reader import ReaderConfig, SnapshotReader
 from storage.database import open_engine
 from storage.profiles.admin_2025 import create_tables
@@ -40,6 +42,7 @@ from storage.profiles.doughnut_2025 import Doughnut2025 as NoteStore
 from storage.redis.cache import RedisCache
 from storage.redis.coordination import RedisCoordination
 from storage.redis.keys import Keys
+from tests.contracts.test_cache import envelope
 from worker.celery_app import create_celery
 from worker.http import create_app
 from worker.server import celery_enqueuer
@@ -480,3 +483,51 @@ def test_an_unreachable_broker_is_503_through_the_real_celery_enqueuer(
         assert test_client.post(PATH, content=body, headers=headers).status_code == 202
     assert len(working.calls) == 1
     engine.dispose()
+
+
+# -- outdating before the answer ---------------------------------------------------------------
+def outdating_client(tmp_path: Path, guard: RedisCoordination, enqueue: Recorder,
+                     outdate: Any) -> TestClient:
+    engine = open_engine(f"sqlite:///{tmp_path / 'notes.db'}")
+    create_tables(engine)
+    receiver = WebhookReceiver(SECRET, guard, enqueue, max_events=MAX_EVENTS, outdate=outdate)
+    app = create_app(reader_on(engine, guard), reader_token=TOKEN, registry=CollectorRegistry(),
+                     health=lambda: {"redis": "ok"}, webhook=receiver)
+    return TestClient(app, raise_server_exceptions=False)
+
+
+def test_before_answering_it_outdates_every_snapshot_showing_an_edited_note(
+    tmp_path: Path, guard: RedisCoordination, recorder: Recorder,
+) -> None:
+    cache = RedisCache(guard.redis, prefix=guard.keys.prefix)
+    shows_7 = envelope(10, cache.bump_generations([10])[10], [7, 8])
+    shows_8 = envelope(11, cache.bump_generations([11])[11], [8])
+    assert cache.write_many([shows_7, shows_8]) == [True, True]
+    with outdating_client(tmp_path, guard, recorder,
+                          lambda ids: outdate_shown(ids, cache)) as client:
+        body = payload(event(7), event(None, "folder.renamed", folderId=3))
+        assert post(client, body, signed(body)).status_code == 202
+    assert cache.read_current(SnapshotKey(10, "wavefront", 0))[1] > shows_7.generation
+    assert cache.read_current(SnapshotKey(11, "wavefront", 0))[1] == shows_8.generation
+    assert cache.generations([7])[7] > 0 and len(recorder.calls) == 1
+
+
+def test_outdating_follows_the_enqueue_and_its_failure_never_fails_the_delivery(
+    tmp_path: Path, guard: RedisCoordination, recorder: Recorder,
+) -> None:
+    asked: list[list[int]] = []
+
+    def outdate(ids: list[int]) -> None:
+        asked.append(ids)
+        raise CacheUnavailable("redis unreachable")
+
+    with outdating_client(tmp_path, guard, recorder, outdate) as client:
+        bad = payload(event(5))
+        assert post(client, bad, signed(bad, secret=OTHER_SECRET)).status_code == 401
+        recorder.down = True
+        body = payload(event(5), event(6))
+        assert post(client, body, signed(body)).status_code == 503
+        assert asked == []
+        recorder.down = False
+        assert post(client, body, signed(body)).status_code == 202
+    assert asked == [[5, 6]] and recorder.calls == [orjson.loads(body)["events"]]

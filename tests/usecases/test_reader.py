@@ -10,7 +10,7 @@ import pytest
 from graphrag import NoteNotFound, Request
 from graphrag.errors import Unavailable
 from service.envelope import SnapshotKey
-from service.events import NoteEvent
+from service.events import NoteEvent, outdate_shown
 from service.reader import ReaderConfig, Served, SnapshotReader
 from tests.usecases.conftest import LAYERED_LIMITS, MAX_LIMIT, SEEDS, STRATEGIES, World
 
@@ -140,3 +140,21 @@ def test_an_outdated_snapshot_of_a_deleted_focus_is_not_found(world: World) -> N
 def live_seed(world: World, focus: int, seed: int, limit: int) -> bytes:
     return world.service.compute(Request(focus, seed, limit, world.clock(), MAX_LIMIT),
                                  "wavefront").to_json()
+
+
+def test_after_the_webhook_outdated_what_shows_a_note_no_read_serves_its_old_text(
+    world: World,
+) -> None:
+    rebuilt = sorted(i for i, n in world.source.notes.items() if n.deleted_at is None)
+    world.rebuild(rebuilt)
+    world.edit(2, title="Beasts")
+    outdated = outdate_shown([2], world.cache)
+    assert {2, 10, 12} <= outdated < set(rebuilt)  # 10 and 12 are children of 2
+    for focus in rebuilt:
+        served = reader(world).get(focus, seed=0)
+        if focus in outdated:
+            assert (served.source, served.body) == ("live", live(world, focus))
+        else:  # shows no note 2: left alone
+            assert served.source == "cache" and b"Animals" not in served.body
+        assert b"Animals" not in served.body
+    assert world.dirty.size() == 0  # marking dirty is the event task's job
