@@ -12,6 +12,9 @@ started. Then the invariants:
   ``graphrag.process_events`` task, with publisher confirms on RabbitMQ) and only then is the
   position after it stored (``<prefix>:cdc:position``, no TTL). After any crash the log is read again
   from the stored boundary: a transaction may be enqueued twice, which only marks foci dirty twice.
+* **Reads are fresh at once.** Once a transaction's events are enqueued, every snapshot showing a
+  note it changed is outdated (:func:`worker.server.outdating`, Redis only), so the reader computes
+  those instead of serving them, before a worker has even taken the event.
 * **What row images cannot describe is rebuilt.** A DDL or TRUNCATE of a watched table, a
   statement-logged change, or a stored position the server has purged → a logged full rebuild
   (the nightly dispatcher), then it carries on from the server's current position.
@@ -32,6 +35,7 @@ from prometheus_client import CollectorRegistry, start_http_server
 
 from graphrag import GraphRagError
 from service.cdc import WATCHED, events_of
+from service.events import outdate_shown
 from service.metrics import CdcMetrics
 from service.ports import Lease, PositionStore
 from storage.binlog import (
@@ -48,7 +52,7 @@ from storage.redis.positions import RedisPositions
 from worker.cdc_lag import watched_lag
 from worker.celery_app import create_celery
 from worker.compose import Wiring
-from worker.server import celery_enqueuer
+from worker.server import celery_enqueuer, outdating
 from worker.settings import Settings
 
 __all__ = ["Capture", "run_cdc"]
@@ -132,7 +136,8 @@ def run_cdc(settings: Settings, stop: threading.Event, metrics_port: int | None 
 
     registry = CollectorRegistry()
     capture = Capture(settings.database_url, settings.cdc_server_id, model,
-                      RedisPositions(wiring.client, wiring.keys), celery_enqueuer(celery),
+                      RedisPositions(wiring.client, wiring.keys),
+                      outdating(celery_enqueuer(celery), lambda ids: outdate_shown(ids, wiring.cache)),
                       full_rebuild, settings.webhook_max_events, stop, CdcMetrics.create(registry))
     if metrics_port is not None:
         start_http_server(metrics_port, registry=registry)

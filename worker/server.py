@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -22,7 +23,11 @@ from worker.refresh import BackgroundRefresher
 from worker.settings import Settings
 from worker.webhook import EnqueueFailed, WebhookReceiver
 
-__all__ = ["build_http_app", "celery_enqueuer", "health_of"]
+__all__ = ["build_http_app", "celery_enqueuer", "health_of", "outdating"]
+
+log = logging.getLogger("graphrag.server")
+#: Hands a delivery's events on to the event task (raises EnqueueFailed when it cannot).
+Enqueue = Callable[[list[dict[str, Any]]], None]
 
 
 def health_of(store: SnapshotCache, source: NoteSource) -> Callable[[], dict[str, str]]:
@@ -62,9 +67,9 @@ def build_http_app(
     webhook = None
     if settings.webhook_secret is not None:
         webhook = WebhookReceiver(settings.webhook_secret.get_secret_value(), wiring.coordination,
-                                  celery_enqueuer(celery or create_celery(settings)),
-                                  max_events=settings.webhook_max_events,
-                                  outdate=lambda ids: outdate_shown(ids, wiring.cache))
+                                  outdating(celery_enqueuer(celery or create_celery(settings)),
+                                            lambda ids: outdate_shown(ids, wiring.cache)),
+                                  max_events=settings.webhook_max_events)
     return create_app(reader, reader_token=settings.reader_token.get_secret_value(),
                       registry=registry, health=health_of(wiring.cache, wiring.source),
                       webhook=webhook)
@@ -81,3 +86,23 @@ def celery_enqueuer(celery: Celery) -> Callable[[list[dict[str, Any]]], None]:
             raise EnqueueFailed(f"broker unavailable: {err.__class__.__name__}") from err
 
     return enqueue
+
+
+def outdating(enqueue: Enqueue, outdate: Callable[[list[int]], object]) -> Enqueue:
+    """``enqueue``, then ``outdate`` the notes the events name (service.events.outdate_shown: every
+    snapshot showing one becomes outdated, which the reader computes instead of serving), so that
+    once the webhook has answered, or change capture has handed on a transaction, no read shows an
+    edited note's old text. Best effort after the enqueue: the event task bumps them again."""
+
+    def enqueue_then_outdate(events: list[dict[str, Any]]) -> None:
+        enqueue(events)
+        ids = [e["noteId"] for e in events if e.get("noteId") is not None]
+        if not ids:
+            return
+        try:
+            outdate(ids)
+        except GraphRagError as err:
+            log.warning("could not outdate the snapshots of %d edited notes at once (their event "
+                        "task will): %s", len(ids), err)
+
+    return enqueue_then_outdate

@@ -8,15 +8,14 @@ accepted once (409 on a replay). Payload::
                  "before": {"parentId": 7, "targetNoteId": null}, "after": {...}}]}
 
 202 once enqueued; 503 when the queue (or the replay guard) is unreachable, so the sender retries.
-Before answering 202 the receiver outdates, with Redis alone, the snapshots that show an edited note
-(:func:`service.events.outdate_shown`): from the answer on, no read serves that note's old text.
+The server's enqueue also outdates, with Redis alone, the snapshots that show an edited note
+(:func:`worker.server.outdating`): from the answer on, no read serves that note's old text.
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
@@ -30,8 +29,6 @@ from service.events import EVENT_TYPES, SUBJECTS
 from service.ports import Coordination
 
 __all__ = ["MAX_BODY_BYTES", "WebhookReceiver"]
-
-log = logging.getLogger("graphrag.webhook")
 
 MAX_BODY_BYTES = 2 * 1024 * 1024
 _REPLAY_WINDOW_S = 15 * 60  # longer than the ±5 min the signature's timestamp may be off
@@ -95,11 +92,9 @@ class WebhookReceiver:
     """Turns one HTTP delivery into one queued task, or a precise 4xx/503."""
 
     def __init__(self, secret: str, guard: Coordination,
-                 enqueue: Callable[[list[dict[str, Any]]], None], *, max_events: int,
-                 outdate: Callable[[list[int]], object] | None = None) -> None:
+                 enqueue: Callable[[list[dict[str, Any]]], None], *, max_events: int) -> None:
         self._webhook = Webhook(secret)
         self._guard, self._enqueue, self._max_events = guard, enqueue, max_events
-        self._outdate = outdate
 
     def receive(self, body: bytes, headers: Mapping[str, str]) -> Reply:
         if len(body) > MAX_BODY_BYTES:
@@ -141,19 +136,6 @@ class WebhookReceiver:
             self._enqueue(events)
         except EnqueueFailed as err:
             return Reply(503, {"error": f"cannot enqueue: {err}"})
-        self._outdate_shown(events)
         with contextlib.suppress(GraphRagError):  # enqueued: a later replay is merely redundant
             self._guard.claim_delivery(webhook_id, ttl_s=_REPLAY_WINDOW_S)
         return Reply(202, {"accepted": len(events)})
-
-    def _outdate_shown(self, events: list[dict[str, Any]]) -> None:
-        """Outdate the snapshots showing the edited notes before answering (best effort: the
-        queued event task does it too, a little later)."""
-        ids = [e["noteId"] for e in events if e.get("noteId") is not None]
-        if self._outdate is None or not ids:
-            return
-        try:
-            self._outdate(ids)
-        except GraphRagError as err:
-            log.warning("could not outdate the snapshots of %d edited notes before answering "
-                        "(their event task will): %s", len(ids), err)

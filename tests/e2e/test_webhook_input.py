@@ -45,7 +45,7 @@ from storage.redis.keys import Keys
 from tests.contracts.test_cache import envelope
 from worker.celery_app import create_celery
 from worker.http import create_app
-from worker.server import celery_enqueuer
+from worker.server import celery_enqueuer, outdating
 from worker.settings import Settings
 from worker.webhook import MAX_BODY_BYTES, EnqueueFailed, WebhookReceiver
 
@@ -485,12 +485,12 @@ def test_an_unreachable_broker_is_503_through_the_real_celery_enqueuer(
     engine.dispose()
 
 
-# -- outdating before the answer ---------------------------------------------------------------
+# -- outdating before the answer (worker.server.outdating, the server's enqueue) ------------------
 def outdating_client(tmp_path: Path, guard: RedisCoordination, enqueue: Recorder,
                      outdate: Any) -> TestClient:
     engine = open_engine(f"sqlite:///{tmp_path / 'notes.db'}")
     create_tables(engine)
-    receiver = WebhookReceiver(SECRET, guard, enqueue, max_events=MAX_EVENTS, outdate=outdate)
+    receiver = WebhookReceiver(SECRET, guard, outdating(enqueue, outdate), max_events=MAX_EVENTS)
     app = create_app(reader_on(engine, guard), reader_token=TOKEN, registry=CollectorRegistry(),
                      health=lambda: {"redis": "ok"}, webhook=receiver)
     return TestClient(app, raise_server_exceptions=False)
