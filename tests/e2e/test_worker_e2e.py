@@ -380,6 +380,30 @@ def test_an_edited_title_reaches_every_snapshot_that_showed_it(system: System) -
                                                                "title": "Title-0010-renamed"}
 
 
+def test_once_the_webhook_answered_no_read_serves_the_old_title(system: System) -> None:
+    """The receiver outdates every snapshot showing the edited note before its 202
+    (worker.server.outdating) and the reader computes an outdated snapshot instead of serving it:
+    reads right after the answer, before the worker has rebuilt anything, show the new title."""
+    system.settle()
+    old, new = title(33), "Title-0033-v2"  # 33: a child of 4, the parent of 67-72
+    watched = sorted(showing(system.snapshots(), quoted(old)))
+    assert len(watched) > 8, "note 33 should be shown by other notes' snapshots"
+    edit_title(system, 33, new)
+    sources = []
+    for key in watched:
+        strategy, seed, *limit = key.decode().split("}:", 1)[1].split(":")
+        params = {"strategy": strategy, "seed": seed, "tokenLimit": limit[0] if limit else 5000}
+        served = system.http.get(f"/notes/{focus_of(key)}/graph", params=params,
+                                 headers={"Authorization": f"Bearer {TOKEN}"})
+        assert served.status_code == 200, served.text
+        assert quoted(new) in served.content and quoted(old) not in served.content, key
+        sources.append(served.headers["X-Graphrag-Source"])
+    assert "live" in sources, "at least the first reads come before the worker's rebuild"
+    system.settle()
+    assert showing(system.snapshots(), quoted(old)) == set()
+    assert mismatches(system, watched) == []
+
+
 def test_a_deleted_note_disappears_from_every_snapshot_that_showed_it(system: System) -> None:
     system.settle()
     # note 11 with its children 43, 44 and link 58 under 44; link 54 points at 11: Doughnut stamps
