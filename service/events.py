@@ -199,9 +199,14 @@ def outdate_shown(note_ids: Iterable[int], snapshots: SnapshotCache) -> set[int]
 
     What a webhook does before it answers: the reader computes a snapshot older than its generation
     instead of serving it, so from the answer on no read shows an edited note's old text, however
-    long the event waits for a worker. The event task still resolves, bumps and marks dirty the whole
-    affected set (tree neighbours, moves, deletions need the database)."""
+    long the event waits for a worker. The notes are stamped first, as the event task does: a rebuild
+    that read one of them before the edit but registers in ``dep:`` only after this read finds the
+    stamp after its write and bumps its own focus (service.rebuild). The event task still resolves,
+    bumps and marks dirty the whole affected set (tree neighbours, moves, deletions need the
+    database)."""
     ids = set(note_ids)
-    foci = ids | snapshots.dependents([*ids, *(f"note:{i}" for i in ids)])
+    facts = [*ids, *(f"note:{i}" for i in ids)]
+    snapshots.stamp_touched(facts)  # a rebuild that read them before the edit and registers in
+    foci = ids | snapshots.dependents(facts)  # dep: after this read outdates its own write
     snapshots.bump_generations(foci)
     return foci

@@ -314,8 +314,10 @@ class SnapshotReader:
                 self.metrics.cas_rejections.inc()
                 return
             raced = seq is None or self.store.touched_since(envelope.depends_on, seq)
-            if raced and self.on_raced is not None:
-                self.on_raced(envelope.note_id)
+            if raced:  # outdated at once (the next read computes again), and redone by a drain
+                self.store.bump_generations([envelope.note_id])
+                if self.on_raced is not None:
+                    self.on_raced(envelope.note_id)
         except CacheUnavailable as err:
             self.metrics.redis_errors.inc()
             log.warning("could not write back note %s: %s", envelope.note_id, err)

@@ -13,7 +13,9 @@ another query. Order per epoch, which is what makes a slow rebuild harmless:
    meanwhile makes the write refused: that focus is rebuilt by the event's own rebuild);
    a focus found deleted or missing gets its snapshots and reverse-index entries removed (same CAS);
 4. read the edit stamps of every note the written snapshots show: a stamp newer than the ``seq`` of
-   step 1 means an edit raced this computation, and the focus is reported in ``requeue``.
+   step 1 means an edit raced this computation: the focus's generation is bumped (what was just
+   written is outdated, so the reader computes it instead of serving it) and the focus is reported
+   in ``requeue``.
 """
 
 from __future__ import annotations
@@ -189,7 +191,10 @@ def _rebuild_batch(
                 envelopes.append(_envelope(result, computed.view, request, strategy,
                                            start.generations[focus], plan))
     _store(store, plan, envelopes, missing, start.generations, tally)
-    tally.requeue |= _raced(store, envelopes, start.seq)
+    raced = _raced(store, envelopes, start.seq)
+    if raced:  # what they just wrote may show an edited note's old text: outdated until redone
+        store.bump_generations(raced)
+    tally.requeue |= raced
 
 
 def _valid_id(note_id: int, tally: _Tally) -> bool:

@@ -101,8 +101,8 @@ def outdating(enqueue: Enqueue, outdate: Callable[[list[int]], object]) -> Enque
             return
         try:
             outdate(ids)
-        except GraphRagError as err:
-            log.warning("could not outdate the snapshots of %d edited notes at once (their event "
-                        "task will): %s", len(ids), err)
+        except Exception:  # best effort: the events are already enqueued
+            log.exception("could not outdate the snapshots of %d edited notes at once (their "
+                          "event task will)", len(ids))
 
     return enqueue_then_outdate

@@ -147,8 +147,9 @@ def single_edits(bench: Bench, graph: Graph, svc: Services, pairs: list[tuple[in
 def reader_edits(bench: Bench, graph: Graph, svc: Services, pairs: list[tuple[int, int]],
                  http: httpx.Client) -> dict[str, Any]:
     """Single edits again (other notes), each until the HTTP reader answers with the new title:
-    what a Doughnut user sees. The reader computes a snapshot an edit's processed event outdated
-    instead of serving it, so this is the event's path, not the drain's (docs/redis.md)."""
+    what a Doughnut user sees. The webhook outdates the snapshots showing the edited note before it
+    answers and the reader computes an outdated snapshot instead of serving it, so this is the
+    webhook's path, not the drain's (docs/redis.md, "Freshness")."""
     latencies, timeouts = edit_latencies(bench, graph, svc, pairs, http, "v", reader=True)
     say(f"single edits, seen through the reader: p50 {percentile(latencies, .5):.0f} ms, p95 "
         f"{percentile(latencies, .95):.0f} ms, {timeouts} timeouts of {len(latencies) + timeouts}")

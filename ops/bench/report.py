@@ -224,9 +224,10 @@ def _reader_seen(x: dict[str, Any]) -> list[str]:
     if "reader_p95_ms" not in x:
         return []
     return [f"The same for {x['reader_edits']} other edits, but until `graphrag serve` answers a read "
-            f"with the new title (the reader computes a snapshot that a processed event outdated "
-            f"instead of serving it): p50 {fmt(x['reader_p50_ms'])} ms, p95 {fmt(x['reader_p95_ms'])} "
-            f"ms, {x['reader_timeouts']} timeouts.", ""]
+            f"with the new title (the webhook outdates the snapshots showing the note before it "
+            f"answers, and the reader computes an outdated snapshot instead of serving it): p50 "
+            f"{fmt(x['reader_p50_ms'])} ms, p95 {fmt(x['reader_p95_ms'])} ms, "
+            f"{x['reader_timeouts']} timeouts.", ""]
 
 
 def scale_lines(r: dict[str, Any]) -> list[str]:

@@ -392,6 +392,10 @@ class CacheContract:
         shows_10 = {f for f, env in stored.items() if env is not None and 10 in env.depends_on}
         assert report.requeue == shows_10 and 10 in shows_10
         assert "3 snapshots" in report.summary()
+        for focus, env in stored.items():  # a raced snapshot is outdated until it is redone
+            assert env is not None
+            counter = store.read_current(wf(focus))[1]
+            assert (env.generation < counter) == (focus in shows_10), focus
 
 
     def test_an_epoch_reads_every_generation_before_its_first_batch(

@@ -519,9 +519,15 @@ def test_outdating_follows_the_enqueue_and_its_failure_never_fails_the_delivery(
 
     def outdate(ids: list[int]) -> None:
         asked.append(ids)
-        raise CacheUnavailable("redis unreachable")
+        if len(asked) == 1:
+            raise CacheUnavailable("redis unreachable")
+        raise ValueError("a foreign value under a dep: key")  # not even a GraphRagError
 
     with outdating_client(tmp_path, guard, recorder, outdate) as client:
+        body = payload(event(4))
+        assert post(client, body, signed(body)).status_code == 202  # a CacheUnavailable
+        asked.clear()
+        recorder.calls.clear()
         bad = payload(event(5))
         assert post(client, bad, signed(bad, secret=OTHER_SECRET)).status_code == 401
         recorder.down = True

@@ -389,7 +389,6 @@ def test_once_the_webhook_answered_no_read_serves_the_old_title(system: System) 
     watched = sorted(showing(system.snapshots(), quoted(old)))
     assert len(watched) > 8, "note 33 should be shown by other notes' snapshots"
     edit_title(system, 33, new)
-    sources = []
     for key in watched:
         strategy, seed, *limit = key.decode().split("}:", 1)[1].split(":")
         params = {"strategy": strategy, "seed": seed, "tokenLimit": limit[0] if limit else 5000}
@@ -397,8 +396,6 @@ def test_once_the_webhook_answered_no_read_serves_the_old_title(system: System) 
                                  headers={"Authorization": f"Bearer {TOKEN}"})
         assert served.status_code == 200, served.text
         assert quoted(new) in served.content and quoted(old) not in served.content, key
-        sources.append(served.headers["X-Graphrag-Source"])
-    assert "live" in sources, "at least the first reads come before the worker's rebuild"
     system.settle()
     assert showing(system.snapshots(), quoted(old)) == set()
     assert mismatches(system, watched) == []

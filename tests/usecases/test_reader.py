@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 import orjson
 import pytest
 
-from graphrag import NoteNotFound, Request
+from graphrag import CharsCounter, NoteNotFound, Request, StrategyParams
 from graphrag.errors import Unavailable
-from service.envelope import SnapshotKey
+from service.context import ContextService
+from service.envelope import SnapshotKey, decode_envelope
 from service.events import NoteEvent, outdate_shown
 from service.reader import ReaderConfig, Served, SnapshotReader
 from tests.usecases.conftest import LAYERED_LIMITS, MAX_LIMIT, SEEDS, STRATEGIES, World
@@ -158,3 +160,23 @@ def test_after_the_webhook_outdated_what_shows_a_note_no_read_serves_its_old_tex
             assert served.source == "cache" and b"Animals" not in served.body
         assert b"Animals" not in served.body
     assert world.dirty.size() == 0  # marking dirty is the event task's job
+
+
+def test_a_write_back_that_raced_an_edit_is_outdated_at_once_and_put_back(world: World) -> None:
+    class EditedMeanwhile(ContextService):
+        def compute_many(self, requests: Any, strategy: str, costing: Any = None) -> Any:
+            world.cache.stamp_touched([2])  # 10's parent is edited while 10 is computed
+            return super().compute_many(requests, strategy, costing)
+
+    put_back: list[int] = []
+    config = ReaderConfig(strategies=STRATEGIES, seeds=SEEDS, max_token_limit=MAX_LIMIT,
+                          layered_limits=LAYERED_LIMITS)
+    racing = SnapshotReader(EditedMeanwhile(world.source, CharsCounter(), StrategyParams()),
+                            world.cache, world.coordination, config, clock_ms=world.clock,
+                            on_raced=put_back.append)
+    assert racing.get(10, seed=0).source == "live"
+    assert put_back == [10]
+    raw, counter = world.cache.read_current(SnapshotKey(10, "wavefront", 0))
+    written = decode_envelope(raw)
+    assert written is not None and written.generation < counter
+    assert reader(world).get(10, seed=0).source == "live"  # computed again, not served
