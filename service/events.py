@@ -205,7 +205,7 @@ def outdate_shown(note_ids: Iterable[int], snapshots: SnapshotCache) -> set[int]
     bumps and marks dirty the whole affected set (tree neighbours, moves, deletions need the
     database)."""
     ids = set(note_ids)
-    facts = [*ids, *(f"note:{i}" for i in ids)]
+    facts: list[int | str] = [*ids, *(f"note:{i}" for i in ids)]
     snapshots.stamp_touched(facts)  # a rebuild that read them before the edit and registers in
     foci = ids | snapshots.dependents(facts)  # dep: after this read outdates its own write
     snapshots.bump_generations(foci)
