@@ -192,7 +192,6 @@ def record_events(events: Sequence[NoteEvent], notes: NoteSource, snapshots: Sna
     return affected
 
 
-
 def outdate_shown(note_ids: Iterable[int], snapshots: SnapshotCache) -> set[int]:
     """Bump the generation of the notes and of every focus whose stored snapshots show one of them
     (``dep:{X}``, on today's Doughnut ``dep:{note:X}``), with the cache alone; returns those foci.
@@ -206,7 +205,7 @@ def outdate_shown(note_ids: Iterable[int], snapshots: SnapshotCache) -> set[int]
     database)."""
     ids = set(note_ids)
     facts: list[int | str] = [*ids, *(f"note:{i}" for i in ids)]
-    snapshots.stamp_touched(facts)  # a rebuild that read them before the edit and registers in
-    foci = ids | snapshots.dependents(facts)  # dep: after this read outdates its own write
+    snapshots.stamp_touched(facts)
+    foci = ids | snapshots.dependents(facts)
     snapshots.bump_generations(foci)
     return foci

@@ -75,7 +75,7 @@ def build_http_app(
                       webhook=webhook)
 
 
-def celery_enqueuer(celery: Celery) -> Callable[[list[dict[str, Any]]], None]:
+def celery_enqueuer(celery: Celery) -> Enqueue:
     """Send the events task by name; a broker that does not take it raises EnqueueFailed."""
 
     def enqueue(events: list[dict[str, Any]]) -> None:

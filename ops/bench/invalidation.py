@@ -199,11 +199,14 @@ def services_section(bench: Bench, graph: Graph,
     notes = random.Random(bench.seed + 6).sample(plain, min(bench.plan.burst_notes, len(plain)))
     wiring = wiring_for(bench, graph, "main")
     with services(bench, graph) as svc, httpx.Client(base_url=svc.base_url, timeout=10) as http:
+        def quiet() -> bool:
+            return wait_for(lambda: broker_idle(svc) and wiring.dirty.size() == 0, 60, 0.05)
+
         reading = http_section(bench, svc, foci)
         single = single_edits(bench, graph, svc, pairs[:measured], http)
-        wait_for(lambda: broker_idle(svc) and wiring.dirty.size() == 0, 60, 0.05)
+        quiet()
         seen = reader_edits(bench, graph, svc, pairs[measured:], http)
-        wait_for(lambda: broker_idle(svc) and wiring.dirty.size() == 0, 60, 0.05)
+        quiet()
         return reading, {**single, **seen, **burst(bench, graph, svc, notes, http)}
 
 

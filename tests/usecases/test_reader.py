@@ -17,15 +17,17 @@ from service.reader import ReaderConfig, Served, SnapshotReader
 from tests.usecases.conftest import LAYERED_LIMITS, MAX_LIMIT, SEEDS, STRATEGIES, World
 
 
-def reader(world: World, **kw: object) -> SnapshotReader:
+def reader(world: World, service: ContextService | None = None, **kw: object) -> SnapshotReader:
     config = ReaderConfig(strategies=STRATEGIES, seeds=SEEDS, max_token_limit=MAX_LIMIT,
                           layered_limits=LAYERED_LIMITS)
-    return SnapshotReader(world.service, world.cache, world.coordination, config,
+    return SnapshotReader(service or world.service, world.cache, world.coordination, config,
                           clock_ms=world.clock, **kw)  # type: ignore[arg-type]
 
 
-def live(world: World, focus: int, limit: int = MAX_LIMIT, strategy: str = "wavefront") -> bytes:
-    return world.service.compute(Request(focus, 0, limit, world.clock(), MAX_LIMIT), strategy).to_json()
+def live(world: World, focus: int, limit: int = MAX_LIMIT, strategy: str = "wavefront",
+         seed: int = 0) -> bytes:
+    return world.service.compute(Request(focus, seed, limit, world.clock(), MAX_LIMIT),
+                                 strategy).to_json()
 
 
 def test_a_fresh_hit_reads_no_database(world: World) -> None:
@@ -117,7 +119,7 @@ def test_an_outdated_snapshot_of_another_seed_or_limit_is_computed_too(world: Wo
     world.rebuild([10])
     world.edit(2, title="Beasts")
     world.events(NoteEvent("note.updated", 2))
-    assert reader(world).get(10, seed=7, token_limit=300).body == live_seed(world, 10, 7, 300)
+    assert reader(world).get(10, seed=7, token_limit=300).body == live(world, 10, 300, seed=7)
     layered = reader(world).get(10, seed=0, strategy="layered", token_limit=LAYERED_LIMITS[0])
     assert layered.source == "live" and b"Beasts" in layered.body
 
@@ -137,11 +139,6 @@ def test_an_outdated_snapshot_of_a_deleted_focus_is_not_found(world: World) -> N
     world.events(NoteEvent("note.deleted", 33))
     with pytest.raises(NoteNotFound):
         reader(world).get(33, seed=0)
-
-
-def live_seed(world: World, focus: int, seed: int, limit: int) -> bytes:
-    return world.service.compute(Request(focus, seed, limit, world.clock(), MAX_LIMIT),
-                                 "wavefront").to_json()
 
 
 def test_after_the_webhook_outdated_what_shows_a_note_no_read_serves_its_old_text(
@@ -169,11 +166,8 @@ def test_a_write_back_that_raced_an_edit_is_outdated_at_once_and_put_back(world:
             return super().compute_many(requests, strategy, costing)
 
     put_back: list[int] = []
-    config = ReaderConfig(strategies=STRATEGIES, seeds=SEEDS, max_token_limit=MAX_LIMIT,
-                          layered_limits=LAYERED_LIMITS)
-    racing = SnapshotReader(EditedMeanwhile(world.source, CharsCounter(), StrategyParams()),
-                            world.cache, world.coordination, config, clock_ms=world.clock,
-                            on_raced=put_back.append)
+    racing = reader(world, EditedMeanwhile(world.source, CharsCounter(), StrategyParams()),
+                    on_raced=put_back.append)
     assert racing.get(10, seed=0).source == "live"
     assert put_back == [10]
     raw, counter = world.cache.read_current(SnapshotKey(10, "wavefront", 0))
