@@ -6,7 +6,8 @@ children, a hub's referrers, rows and their token costs) serves the epoch's late
 another query. Order per epoch, which is what makes a slow rebuild harmless:
 
 1. read the epoch's generation counters and the global edit ``seq`` (before any SQL of the epoch,
-   so every row any of its batches uses was read after them);
+   so every row any of its batches uses was read after them, or under the same ``seq`` by an
+   earlier epoch whose workspace it carries on: service.carry);
 2. per batch, compute every configured (strategy, seed[, tokenLimit]) variant through
    :meth:`ContextService.compute_many` (one set of IN queries per round for the whole batch);
 3. CAS-write the envelopes with the generations read in step 1 (an event that bumped a counter
@@ -35,6 +36,7 @@ from graphrag import (
     get_strategy,
 )
 from graphrag.errors import Forbidden
+from service.carry import Carry
 from service.context import ContextService
 from service.envelope import Envelope, SnapshotKey, key_limit
 from service.ports import SnapshotCache
@@ -117,13 +119,16 @@ def rebuild(
     strategies: Sequence[str], seeds: Sequence[int], max_token_limit: int,
     layered_limits: Sequence[int] = (2500, 5000), now_ms: int, batch_size: int = BATCH_SIZE,
     epoch_size: int = EPOCH_SIZE, progress: Callable[[int], None] | None = None,
+    carry: Carry | None = None,
 ) -> RebuildReport:
     """Compute and CAS-write every configured snapshot of ``note_ids`` (see the module docstring).
 
     ``epoch_size`` below ``batch_size`` is raised to it (an epoch holds whole batches).
 
     ``now_ms`` is both the recency clock of the computation and the envelopes' ``computedAt``.
-    ``progress`` is called with the number of foci finished after each batch. Database and Redis
+    ``progress`` is called with the number of foci finished after each batch. ``carry`` hands
+    loaded data from epoch to epoch while no edit is recorded (service.carry); give one that
+    outlives the call to carry it on into the next call too. Database and Redis
     unavailability propagate (``DatabaseUnavailable``, ``CacheUnavailable``); a per-note error is
     recorded in the report and the rest of the batch carries on.
     """
@@ -131,9 +136,9 @@ def rebuild(
     hashes = {s: config_hash(s, service.params, service.counter.name) for s in strategies}
     plan = _Plan(tuple(strategies), tuple(seeds), max_token_limit, tuple(layered_limits), now_ms,
                  hashes)
-    tally = _Tally()
+    tally, carry = _Tally(), carry or Carry()
     for epoch in _batches(note_ids, max(epoch_size, batch_size)):
-        _rebuild_epoch(service, store, plan, epoch, batch_size, tally, progress)
+        _rebuild_epoch(service, store, plan, epoch, batch_size, tally, progress, carry)
     return RebuildReport(tally.count, tally.errors, time.perf_counter() - started, tally.rejected,
                          frozenset(tally.deleted), frozenset(tally.requeue), tally.foci)
 
@@ -151,15 +156,19 @@ def _batches(note_ids: Iterable[int], size: int) -> Iterable[list[int]]:
 
 def _rebuild_epoch(
     service: ContextService, store: SnapshotCache, plan: _Plan, epoch: list[int], batch_size: int,
-    tally: _Tally, progress: Callable[[int], None] | None,
+    tally: _Tally, progress: Callable[[int], None] | None, carry: Carry,
 ) -> None:
     valid = [f for f in epoch if _valid_id(f, tally)]
     epoch_start = _Start(store.generations(valid), store.current_seq())  # before any SQL
-    costing = service.costing()
-    for batch in _batches(valid, batch_size):
-        _rebuild_batch(service, costing, store, plan, batch, epoch_start, tally)
-        if progress is not None:
-            progress(len(batch))
+    costing = carry.workspace(service, seq=epoch_start.seq, now_ms=plan.now_ms, foci=len(valid))
+    try:
+        for batch in _batches(valid, batch_size):
+            _rebuild_batch(service, costing, store, plan, batch, epoch_start, tally)
+            if progress is not None:
+                progress(len(batch))
+    except BaseException:
+        carry.drop()
+        raise
     tally.foci += len(epoch)
     if progress is not None and len(epoch) > len(valid):
         progress(len(epoch) - len(valid))

@@ -20,6 +20,7 @@ from graphrag import (
     TokenCounter,
 )
 from graphrag.focus_types import FocusContextParams
+from service.carry import Carry
 from service.context import ContextService
 from service.drain import requeue
 from service.metrics import ReaderMetrics
@@ -137,11 +138,12 @@ class Wiring:
             on_stale=on_stale, on_raced=lambda note_id: requeue(self.dirty, [note_id], now_ms=wall_ms()),
         )
 
-    def rebuild(self, note_ids: Iterable[int], *,
-                progress: Callable[[int], None] | None = None) -> RebuildReport:
-        """Rebuild every configured snapshot (strategies x seeds [x layered limits])."""
+    def rebuild(self, note_ids: Iterable[int], *, progress: Callable[[int], None] | None = None,
+                carry: Carry | None = None) -> RebuildReport:
+        """Rebuild every configured snapshot (strategies x seeds [x layered limits]); ``carry``
+        (a worker process's) hands loaded data on to the next call (service.carry)."""
         s = self.settings
         return rebuild(self.service, self.cache, note_ids, strategies=self.strategies(),
                        seeds=s.seeds, max_token_limit=s.max_token_limit,
                        layered_limits=s.layered_limits, now_ms=wall_ms(),
-                       epoch_size=s.rebuild_page, progress=progress)
+                       epoch_size=s.rebuild_page, progress=progress, carry=carry)

@@ -21,6 +21,7 @@ from redis.exceptions import RedisClusterException
 import graphrag
 from graphrag import CharsCounter, Costing, Request, StrategyParams, config_hash
 from graphrag.errors import CacheUnavailable
+from service.carry import Carry
 from service.context import Computed, ContextService
 from service.envelope import Envelope, SnapshotKey, decode_envelope, is_fresh
 from service.ports import SnapshotCache
@@ -412,14 +413,29 @@ class CacheContract:
         assert snapshot_of(store, 2, "wavefront", 0) is not None
         self.assert_index_matches(store)
 
+    def test_a_carried_workspace_serves_until_an_edit_is_stamped(
+        self, store: Any, service: ContextService
+    ) -> None:
+        carry, counts = Carry(), []
+        for stamp in (False, False, True):
+            if stamp:
+                store.stamp_touched([99])
+            counter = SqlCounter(service.store.engine)
+            rebuild(service, store, [2, 10, 13], strategies=("wavefront",), seeds=(0,),
+                    max_token_limit=MAX_LIMIT, now_ms=NOW_MS, carry=carry)
+            counter.close()
+            counts.append(counter.count)
+        assert counts[0] > 0 and counts[1] == 0 and counts[2] == counts[0]
+
     def test_an_epochs_batches_share_what_they_loaded(
         self, store: Any, service: ContextService
     ) -> None:
         counts = []
-        for epoch_size in (1, 5):
+        for epoch_size in (1, 5):  # epochs that carry nothing on, against one epoch
             counter = SqlCounter(service.store.engine)
             rebuild(service, store, [2, 10, 13, 20, 60], strategies=("wavefront",), seeds=(0,),
-                    max_token_limit=MAX_LIMIT, now_ms=NOW_MS, batch_size=1, epoch_size=epoch_size)
+                    max_token_limit=MAX_LIMIT, now_ms=NOW_MS, batch_size=1, epoch_size=epoch_size,
+                    carry=Carry(max_foci=1))
             counter.close()
             counts.append(counter.count)
         assert counts[1] < counts[0]

@@ -1,0 +1,71 @@
+"""Carrying what one rebuild epoch loaded into the next, while no edit was recorded in between.
+
+An epoch reads its foci's generation counters and the global edit ``seq`` before its first SQL
+statement, and its writes are checked against them (service.rebuild, docs/redis.md). Every event
+takes a new ``seq`` (stamping the edited notes) *before* it reads ``dep:`` or bumps a generation,
+and so does the webhook's outdating. So when an epoch reads the same ``seq`` as the epoch that
+first filled a workspace, no event was processed since that data was read: an edit committed in
+the meantime is announced later, and its event bumps and dirties the affected foci then, exactly
+as for data read just before the edit. Data loaded earlier under the same ``seq`` is therefore as
+good as data this epoch would load, and the run of epochs behaves as one larger epoch: a monster
+parent's children, a hub's referrers, rows and token costs are read once, not once per epoch (or
+per drain batch of 100).
+
+A carried workspace is dropped, and the next epoch starts a fresh one, when
+
+* the ``seq`` moved (an event or an outdating happened);
+* it served ``max_foci`` foci (its memory grows with what it loaded);
+* ``max_age_ms`` passed since it was filled: a change no event announces (a site that relies on
+  the nightly run alone) is never read from data older than that;
+* an epoch using it failed, or it belongs to another service.
+
+Each thread carries its own workspace: a view is not safe to fill from two threads at once.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from service.context import ContextService
+
+__all__ = ["MAX_AGE_MS", "MAX_FOCI", "Carry"]
+
+MAX_FOCI = 5_000
+MAX_AGE_MS = 30_000
+
+
+@dataclass
+class _Held:
+    workspace: Any
+    service: ContextService
+    seq: int
+    since_ms: int
+    foci: int = 0
+
+
+class Carry:
+    """Hands the workspace of one epoch to the next while the edit ``seq`` stands still."""
+
+    def __init__(self, *, max_foci: int = MAX_FOCI, max_age_ms: int = MAX_AGE_MS) -> None:
+        self.max_foci, self.max_age_ms = max_foci, max_age_ms
+        self._local = threading.local()
+
+    def workspace(self, service: ContextService, *, seq: int, now_ms: int, foci: int) -> Any:
+        """The carried workspace if it may serve ``foci`` more foci of an epoch that read ``seq``
+        at ``now_ms``; otherwise a fresh one from ``service``, carried from now on."""
+        held: _Held | None = getattr(self._local, "held", None)
+        if held is None or not self._fits(held, service, seq, now_ms):
+            held = _Held(service.costing(), service, seq, now_ms)
+            self._local.held = held
+        held.foci += foci
+        return held.workspace
+
+    def _fits(self, held: _Held, service: ContextService, seq: int, now_ms: int) -> bool:
+        return (held.service is service and held.seq == seq and held.foci < self.max_foci
+                and 0 <= now_ms - held.since_ms <= self.max_age_ms)
+
+    def drop(self) -> None:
+        """Forget this thread's workspace (an epoch using it failed)."""
+        self._local.held = None

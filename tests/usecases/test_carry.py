@@ -1,0 +1,104 @@
+"""A rebuild carries loaded data into its next epoch, and a worker into its next call, only while
+the edit sequence stands still, within its bounds (service.carry); the bytes never differ."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from graphrag.errors import DatabaseUnavailable
+from service.carry import Carry
+from service.events import NoteEvent
+from service.rebuild import RebuildReport, rebuild
+from tests.usecases.conftest import LAYERED_LIMITS, MAX_LIMIT, SEEDS, World
+
+
+def rebuilt(world: World, ids: list[int], carry: Carry | None, **options: int) -> RebuildReport:
+    return rebuild(world.service, world.cache, ids, strategies=world.strategies, seeds=SEEDS,
+                   max_token_limit=MAX_LIMIT, layered_limits=LAYERED_LIMITS, now_ms=world.clock(),
+                   carry=carry, **options)
+
+
+def loads_of(world: World, ids: list[int], carry: Carry | None, **options: int) -> int:
+    before = len(world.source.loads)
+    rebuilt(world, ids, carry, **options)
+    return len(world.source.loads) - before
+
+
+def stored(world: World) -> dict[object, bytes]:
+    return {key: value for key, (value, _) in world.cache.state.snapshots.items()}
+
+
+def live(world: World) -> list[int]:
+    return world.source.live_ids_after(0, 10_000)
+
+
+def test_a_second_call_under_the_same_sequence_loads_nothing(world: World) -> None:
+    carry = Carry()
+    assert loads_of(world, live(world), carry) > 0
+    assert loads_of(world, live(world), carry) == 0
+
+
+def test_epochs_of_one_call_share_what_the_first_loaded(world: World) -> None:
+    ids = live(world)
+    once = loads_of(world, ids, Carry(), batch_size=1, epoch_size=1)
+    fresh_per_epoch = sum(loads_of(world, [i], Carry()) for i in ids)
+    assert once < fresh_per_epoch
+
+
+def test_carried_and_fresh_rebuilds_write_the_same_bytes(world: World) -> None:
+    ids = live(world)
+    rebuilt(world, ids, Carry(), batch_size=2, epoch_size=2)
+    carried = stored(world)
+    world.cache.state.snapshots.clear()
+    for note_id in ids:
+        rebuilt(world, [note_id], Carry())
+    assert stored(world) == carried
+
+
+def test_an_event_between_calls_starts_afresh_and_the_edit_shows(world: World) -> None:
+    carry = Carry()
+    rebuilt(world, [30], carry)  # a child of note 10: its snapshots show 10 as the parent
+    world.edit(10, title="Renamed parent")
+    world.events(NoteEvent("note.updated", 10))
+    assert loads_of(world, [30], carry) > 0
+    assert all(b"Renamed parent" in value for value in stored(world).values())
+
+
+def test_a_workspace_that_served_its_foci_is_dropped(world: World) -> None:
+    carry = Carry(max_foci=2)
+    rebuilt(world, [11, 12], carry)
+    assert loads_of(world, [11, 12], carry) > 0
+
+
+def test_a_workspace_older_than_its_age_is_dropped(world: World) -> None:
+    carry = Carry(max_age_ms=1_000)
+    rebuilt(world, [11, 12], carry)
+    world.now[0] += 1_000
+    assert loads_of(world, [11, 12], carry) == 0
+    world.now[0] += 1
+    assert loads_of(world, [11, 12], carry) > 0
+
+
+def test_a_failed_epoch_drops_the_workspace(world: World) -> None:
+    """After an outage (a failover, say) nothing read before it is carried on."""
+    carry = Carry()
+    rebuilt(world, [11], carry)
+    world.source.down = True
+    with pytest.raises(DatabaseUnavailable):
+        rebuilt(world, [12], carry)
+    world.source.down = False
+    assert loads_of(world, [11], carry) > 0
+    assert loads_of(world, [11], carry) == 0
+
+
+def test_each_thread_carries_its_own_workspace(world: World) -> None:
+    carry = Carry()
+    rebuilt(world, [11], carry)
+    counts: list[int] = []
+    other = threading.Thread(target=lambda: counts.append(loads_of(world, [11], carry)))
+    other.start()
+    other.join()
+    assert counts[0] > 0
+    assert loads_of(world, [11], carry) == 0
