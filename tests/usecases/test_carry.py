@@ -102,3 +102,9 @@ def test_each_thread_carries_its_own_workspace(world: World) -> None:
     other.join()
     assert counts[0] > 0
     assert loads_of(world, [11], carry) == 0
+
+
+def test_a_carry_of_no_foci_never_carries(world: World) -> None:
+    carry = Carry(max_foci=0)
+    rebuilt(world, [11], carry)
+    assert loads_of(world, [11], carry) > 0
