@@ -19,6 +19,10 @@ A carried workspace is dropped, and the next epoch starts a fresh one, when
   the nightly run alone) is never read from data older than that;
 * an epoch using it failed, or it belongs to another service.
 
+A full rebuild exists to recover changes no event announced, so it must read the database afresh:
+the nightly dispatch takes a new ``seq`` when a run starts (tasks.jobs), which ends every carried
+workspace before its first page is rebuilt; its pages then carry among themselves.
+
 Each thread carries its own workspace: a view is not safe to fill from two threads at once.
 """
 

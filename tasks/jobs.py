@@ -142,6 +142,9 @@ def nightly_dispatch(run_id: str | None = None, after_id: int = 0) -> int:
     if run_id is None:
         run_id = uuid.uuid4().hex
         rt.progress.start(run_id, now_ms=rt.clock_ms())
+        # A full rebuild reads the database afresh (it recovers changes no event announced): a new
+        # edit sequence number ends every workspace a worker carries (service.carry).
+        rt.snapshots.stamp_touched(())
     step = dispatch_pages(
         rt.notes, rt.progress, run_id=run_id, after_id=after_id, pages=rt.pages_per_dispatch,
         page_size=rt.rebuild_page, backlog=rt.bulk_backlog, max_backlog=rt.max_bulk_backlog,

@@ -295,6 +295,11 @@ class CacheContract:
         assert store.touched_since([5, 6, 7], before) == {5, 6}
         assert store.touched_since([5, 6, 7], stamp) == set()
 
+    def test_stamping_no_note_still_takes_a_new_sequence_number(self, store: Any) -> None:
+        before = store.current_seq()
+        assert store.stamp_touched(()) > before
+        assert store.current_seq() > before
+
     def test_stamps_from_before_a_lost_sequence_are_not_newer_than_it(self, store: Any) -> None:
         for _ in range(3):
             store.stamp_touched([5])

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from graphrag import CharsCounter, StrategyParams
+from service.carry import Carry
 from service.context import ContextService
 from service.events import NoteEvent, record_events, sibling_radius
 from service.rebuild import RebuildReport, rebuild
@@ -44,10 +45,11 @@ class World:
     def clock(self) -> int:
         return self.now[0]
 
-    def rebuild(self, ids: Iterable[int], service: ContextService | None = None) -> RebuildReport:
+    def rebuild(self, ids: Iterable[int], service: ContextService | None = None,
+                carry: Carry | None = None) -> RebuildReport:
         return rebuild(service or self.service, self.cache, ids, strategies=self.strategies,
                        seeds=SEEDS, max_token_limit=MAX_LIMIT, layered_limits=LAYERED_LIMITS,
-                       now_ms=self.clock())
+                       now_ms=self.clock(), carry=carry)
 
     def edit(self, note_id: int, **changes: Any) -> None:
         """Change a note "in Doughnut's database" (no event yet)."""

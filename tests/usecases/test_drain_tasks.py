@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
+import os
 from typing import Any
 
 import pytest
 
+from service.carry import Carry
+from storage.memory import MemoryProgress
 from tasks import jobs
+from tasks import runtime as runtime_module
 from tasks.runtime import Runtime
 from tests.usecases.conftest import World
 
@@ -51,3 +56,21 @@ def test_every_busy_drain_queues_its_own_successor(world: World, sent: list[dict
     for _ in range(2):  # two worker processes ending a batch each, with more settled foci waiting
         jobs.schedule_drain(rt, 0, reason=jobs.CONTINUED)
     assert [s["kwargs"]["flag"] for s in sent] == [jobs.CONTINUED, jobs.CONTINUED]
+
+
+def test_a_full_rebuild_reads_afresh_what_a_drain_carried(
+    world: World, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A change no event announced (the full rebuild recovers those) must not be read from data a
+    worker process carries from before the full rebuild started (service.carry)."""
+    carry = Carry()
+    rt = dataclasses.replace(runtime(world), progress=MemoryProgress(world.state),
+                             rebuild=lambda ids: world.rebuild(ids, carry=carry))
+    monkeypatch.setattr(runtime_module, "_runtime", (os.getpid(), rt))
+    monkeypatch.setattr(jobs.rebuild_batch, "apply_async", lambda args: jobs.rebuild_batch(*args))
+    monkeypatch.setattr(jobs.nightly_dispatch, "apply_async", lambda *a, **k: None)
+    rt.rebuild([30])  # a drain: its process now carries note 10's row
+    world.edit(10, title="Renamed without an event")
+    jobs.nightly_dispatch()
+    snapshots = [v for k, (v, _) in world.cache.state.snapshots.items() if k.note_id == 30]
+    assert snapshots and all(b"Renamed without an event" in v for v in snapshots)
