@@ -15,13 +15,19 @@ A carried workspace is dropped, and the next epoch starts a fresh one, when
 
 * the ``seq`` moved (an event or an outdating happened);
 * it served ``max_foci`` foci (its memory grows with what it loaded);
-* ``max_age_ms`` passed since it was filled: a change no event announces (a site that relies on
-  the nightly run alone) is never read from data older than that;
+* ``max_age_ms`` passed since it was filled (by the worker's clock; a carry that lives for one
+  rebuild call has none and is bounded by ``max_foci`` alone);
 * an epoch using it failed, or it belongs to another service.
 
 A full rebuild exists to recover changes no event announced, so it must read the database afresh:
 the nightly dispatch takes a new ``seq`` when a run starts (tasks.jobs), which ends every carried
-workspace before its first page is rebuilt; its pages then carry among themselves.
+workspace before its first page is rebuilt; its pages then carry among themselves. One window is
+left: a drain epoch that read ``seq`` just before that start and writes a focus after the run's
+page did overwrites it with data up to ``max_age_ms`` old (without carrying: as old as that epoch)
+under the same generation. Only a change no event announced can be lost that way, until the next run.
+
+On a read replica an old row read within the replica's lag would be carried on too: set
+``GRAPHRAG_CARRY_FOCI=0`` there (ops/runbook.md, "Read-only database user").
 
 Each thread carries its own workspace: a view is not safe to fill from two threads at once.
 """
@@ -29,6 +35,7 @@ Each thread carries its own workspace: a view is not safe to fill from two threa
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,24 +57,30 @@ class _Held:
 
 
 class Carry:
-    """Hands the workspace of one epoch to the next while the edit ``seq`` stands still."""
+    """Hands the workspace of one epoch to the next while the edit ``seq`` stands still.
 
-    def __init__(self, *, max_foci: int = MAX_FOCI, max_age_ms: int = MAX_AGE_MS) -> None:
-        self.max_foci, self.max_age_ms = max_foci, max_age_ms
+    ``clock_ms`` measures a workspace's age; without one (a carry that lives for one rebuild call)
+    only ``max_foci`` bounds it. ``max_foci`` 0 never carries."""
+
+    def __init__(self, *, max_foci: int = MAX_FOCI, max_age_ms: int = MAX_AGE_MS,
+                 clock_ms: Callable[[], int] | None = None) -> None:
+        self.max_foci, self.max_age_ms, self.clock_ms = max_foci, max_age_ms, clock_ms
         self._local = threading.local()
 
-    def workspace(self, service: ContextService, *, seq: int, now_ms: int, foci: int) -> Any:
-        """The carried workspace if it may serve ``foci`` more foci of an epoch that read ``seq``
-        at ``now_ms``; otherwise a fresh one from ``service``, carried from now on."""
+    def workspace(self, service: ContextService, *, seq: int, foci: int) -> Any:
+        """The carried workspace if it may serve ``foci`` more foci of an epoch that read ``seq``;
+        otherwise a fresh one from ``service``, carried from now on."""
         held: _Held | None = getattr(self._local, "held", None)
-        if held is None or not self._fits(held, service, seq, now_ms):
+        now_ms = self.clock_ms() if self.clock_ms is not None else 0
+        if held is None or not self._fits(held, service, seq, now_ms, foci):
             held = _Held(service.costing(), service, seq, now_ms)
             self._local.held = held
         held.foci += foci
         return held.workspace
 
-    def _fits(self, held: _Held, service: ContextService, seq: int, now_ms: int) -> bool:
-        return (held.service is service and held.seq == seq and held.foci < self.max_foci
+    def _fits(self, held: _Held, service: ContextService, seq: int, now_ms: int, foci: int) -> bool:
+        return (held.service is service and held.seq == seq
+                and held.foci + foci <= self.max_foci
                 and 0 <= now_ms - held.since_ms <= self.max_age_ms)
 
     def drop(self) -> None:

@@ -160,7 +160,7 @@ def _rebuild_epoch(
 ) -> None:
     valid = [f for f in epoch if _valid_id(f, tally)]
     epoch_start = _Start(store.generations(valid), store.current_seq())  # before any SQL
-    costing = carry.workspace(service, seq=epoch_start.seq, now_ms=plan.now_ms, foci=len(valid))
+    costing = carry.workspace(service, seq=epoch_start.seq, foci=len(valid))
     try:
         for batch in _batches(valid, batch_size):
             _rebuild_batch(service, costing, store, plan, batch, epoch_start, tally)

@@ -21,7 +21,6 @@ from celery.schedules import crontab
 from celery.signals import worker_init, worker_process_init, worker_ready
 from kombu.exceptions import OperationalError
 
-from service.carry import Carry
 from service.events import sibling_radius
 from service.ports import QueueDepth
 from tasks.jobs import sweep
@@ -84,9 +83,7 @@ def build_runtime(settings: Settings, celery: Celery, *, redis_client: Any = Non
     return Runtime(
         notes=wiring.source, snapshots=wiring.cache, dirty=wiring.dirty,
         coordination=wiring.coordination, progress=wiring.progress(),
-        rebuild=partial(wiring.rebuild, carry=Carry(max_foci=settings.carry_foci,
-                                                     max_age_ms=settings.carry_age_ms)),
-        clock_ms=wall_ms,
+        rebuild=partial(wiring.rebuild, carry=wiring.carry()), clock_ms=wall_ms,
         bulk_backlog=lambda: queue_size(celery, "bulk"),
         sibling_radius=sibling_radius(wiring.strategies()),
         debounce_ms=settings.debounce_ms, max_bulk_backlog=settings.max_bulk_backlog,

@@ -141,9 +141,14 @@ class Wiring:
     def rebuild(self, note_ids: Iterable[int], *, progress: Callable[[int], None] | None = None,
                 carry: Carry | None = None) -> RebuildReport:
         """Rebuild every configured snapshot (strategies x seeds [x layered limits]); ``carry``
-        (a worker process's) hands loaded data on to the next call (service.carry)."""
+        (a worker process's, from :meth:`carry`) hands loaded data on to the next call."""
         s = self.settings
         return rebuild(self.service, self.cache, note_ids, strategies=self.strategies(),
                        seeds=s.seeds, max_token_limit=s.max_token_limit,
                        layered_limits=s.layered_limits, now_ms=wall_ms(),
-                       epoch_size=s.rebuild_page, progress=progress, carry=carry)
+                       epoch_size=s.rebuild_page, progress=progress, carry=carry or self.carry())
+
+    def carry(self) -> Carry:
+        """A carry of loaded data from epoch to epoch, bounded as configured (service.carry)."""
+        s = self.settings
+        return Carry(max_foci=s.carry_foci, max_age_ms=s.carry_age_ms, clock_ms=wall_ms)
