@@ -17,6 +17,7 @@ from typing import Any
 
 from ops.bench.graph import Graph, wiring_for
 from ops.bench.plan import PAGE, STRATEGIES, Bench, ratio, say
+from service.carry import Carry
 from service.context import ContextService
 from service.rebuild import RebuildReport, rebuild
 from storage.database import StatementTally, counted_statements
@@ -60,7 +61,8 @@ def baseline_rebuild(bench: Bench, graph: Graph, ids: Sequence[int], strategy: s
     with counted_statements(graph.engine) as sql:
         report = rebuild(lazy, wiring.cache, ids, strategies=wiring.strategies(), seeds=s.seeds,
                          max_token_limit=s.max_token_limit, layered_limits=s.layered_limits,
-                         now_ms=wall_ms(), batch_size=1, epoch_size=1)
+                         now_ms=wall_ms(), batch_size=1, epoch_size=1,
+                         carry=Carry(max_foci=0))  # the lazy walk: nothing carried on
     return figures(report, sql, len(ids))
 
 

@@ -26,6 +26,7 @@ from ops.bench.memory import KINDS
 from ops.bench.plan import PAGE, Bench, percentile, ratio, say
 from ops.bench.rebuild import figures
 from ops.generate_wiki import load
+from service.carry import Carry
 from service.context import ContextService
 from service.rebuild import rebuild
 from storage.database import (
@@ -101,7 +102,8 @@ def _baseline(wiring: Wiring, engine: Database, ids: Sequence[int]) -> dict[str,
     with counted_statements(engine) as sql:
         report = rebuild(lazy, wiring.cache, ids, strategies=wiring.strategies(), seeds=s.seeds,
                          max_token_limit=s.max_token_limit, layered_limits=s.layered_limits,
-                         now_ms=wall_ms(), batch_size=1, epoch_size=1)
+                         now_ms=wall_ms(), batch_size=1, epoch_size=1,
+                         carry=Carry(max_foci=0))  # the lazy walk: nothing carried on
     return figures(report, sql, len(ids))
 
 
