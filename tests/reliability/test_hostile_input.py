@@ -212,8 +212,9 @@ def check_any(fuzz: Fuzz, method: str, response: httpx.Response, auth: Any) -> N
         assert response.status_code == 405, (method, path, response.status_code)
     elif auth != AUTH:  # the bearer gate answers before routing: nothing is revealed
         assert response.status_code == 401, (method, path, response.status_code)
-    elif match:
-        assert response.status_code == 405, (method, path, response.status_code)
+    elif match:  # an id that still holds an escape after one decoding (%252F) routes nowhere
+        allowed = (404, 405) if "%" in match.group(2) else (405,)
+        assert response.status_code in allowed, (method, path, response.status_code)
     else:  # 307: FastAPI redirects a trailing slash (not followed here)
         assert response.status_code in (307, 404, 405), (method, path, response.status_code)
 
