@@ -68,6 +68,17 @@ def envelope(note_id: int, generation: int, shows: list[int], *, seed: int = 0,
                     result_json=orjson.dumps(result))
 
 
+def statements_of_rebuild(service: ContextService, store: Any, ids: list[int], **options: Any) -> int:
+    """SQL statements a wavefront rebuild of ``ids`` (seed 0) runs."""
+    counter = SqlCounter(service.store.engine)
+    try:
+        rebuild(service, store, ids, strategies=("wavefront",), seeds=(0,),
+                max_token_limit=MAX_LIMIT, now_ms=NOW_MS, **options)
+    finally:
+        counter.close()
+    return counter.count
+
+
 class CacheContract:
     """The contract; subclasses name their backend (``memory``, ``fakeredis`` or ``redis``)."""
 
@@ -425,24 +436,16 @@ class CacheContract:
         for stamp in (False, False, True):
             if stamp:
                 store.stamp_touched([99])
-            counter = SqlCounter(service.store.engine)
-            rebuild(service, store, [2, 10, 13], strategies=("wavefront",), seeds=(0,),
-                    max_token_limit=MAX_LIMIT, now_ms=NOW_MS, carry=carry)
-            counter.close()
-            counts.append(counter.count)
+            counts.append(statements_of_rebuild(service, store, [2, 10, 13], carry=carry))
         assert counts[0] > 0 and counts[1] == 0 and counts[2] == counts[0]
 
     def test_an_epochs_batches_share_what_they_loaded(
         self, store: Any, service: ContextService
     ) -> None:
-        counts = []
-        for epoch_size in (1, 5):  # epochs that carry nothing on, against one epoch
-            counter = SqlCounter(service.store.engine)
-            rebuild(service, store, [2, 10, 13, 20, 60], strategies=("wavefront",), seeds=(0,),
-                    max_token_limit=MAX_LIMIT, now_ms=NOW_MS, batch_size=1, epoch_size=epoch_size,
-                    carry=Carry(max_foci=1))
-            counter.close()
-            counts.append(counter.count)
+        counts = [  # epochs that carry nothing on, against one epoch
+            statements_of_rebuild(service, store, [2, 10, 13, 20, 60], batch_size=1,
+                                  epoch_size=epoch_size, carry=Carry(max_foci=1))
+            for epoch_size in (1, 5)]
         assert counts[1] < counts[0]
         for focus in (2, 10, 13, 20, 60):
             env = snapshot_of(store, focus, "wavefront", 0)

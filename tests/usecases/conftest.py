@@ -46,10 +46,11 @@ class World:
         return self.now[0]
 
     def rebuild(self, ids: Iterable[int], service: ContextService | None = None,
-                carry: Carry | None = None) -> RebuildReport:
+                carry: Carry | None = None, **options: Any) -> RebuildReport:
+        """``options``: rebuild's ``batch_size``, ``epoch_size``."""
         return rebuild(service or self.service, self.cache, ids, strategies=self.strategies,
                        seeds=SEEDS, max_token_limit=MAX_LIMIT, layered_limits=LAYERED_LIMITS,
-                       now_ms=self.clock(), carry=carry)
+                       now_ms=self.clock(), carry=carry, **options)
 
     def edit(self, note_id: int, **changes: Any) -> None:
         """Change a note "in Doughnut's database" (no event yet)."""

@@ -11,19 +11,12 @@ import pytest
 from graphrag.errors import DatabaseUnavailable
 from service.carry import Carry
 from service.events import NoteEvent
-from service.rebuild import RebuildReport, rebuild
-from tests.usecases.conftest import LAYERED_LIMITS, MAX_LIMIT, SEEDS, World
+from tests.usecases.conftest import World
 
 
-def rebuilt(world: World, ids: list[int], carry: Carry | None, **options: Any) -> RebuildReport:
-    return rebuild(world.service, world.cache, ids, strategies=world.strategies, seeds=SEEDS,
-                   max_token_limit=MAX_LIMIT, layered_limits=LAYERED_LIMITS, now_ms=world.clock(),
-                   carry=carry, **options)
-
-
-def loads_of(world: World, ids: list[int], carry: Carry | None, **options: Any) -> int:
+def loads_of(world: World, ids: list[int], carry: Carry, **options: Any) -> int:
     before = len(world.source.loads)
-    rebuilt(world, ids, carry, **options)
+    world.rebuild(ids, carry=carry, **options)
     return len(world.source.loads) - before
 
 
@@ -50,17 +43,17 @@ def test_epochs_of_one_call_share_what_the_first_loaded(world: World) -> None:
 
 def test_carried_and_fresh_rebuilds_write_the_same_bytes(world: World) -> None:
     ids = live(world)
-    rebuilt(world, ids, Carry(), batch_size=2, epoch_size=2)
+    world.rebuild(ids, carry=Carry(), batch_size=2, epoch_size=2)
     carried = stored(world)
     world.cache.state.snapshots.clear()
     for note_id in ids:
-        rebuilt(world, [note_id], Carry())
+        world.rebuild([note_id], carry=Carry())
     assert stored(world) == carried
 
 
 def test_an_event_between_calls_starts_afresh_and_the_edit_shows(world: World) -> None:
     carry = Carry()
-    rebuilt(world, [30], carry)  # a child of note 10: its snapshots show 10 as the parent
+    world.rebuild([30], carry=carry)  # a child of note 10: its snapshots show 10 as the parent
     world.edit(10, title="Renamed parent")
     world.events(NoteEvent("note.updated", 10))
     assert loads_of(world, [30], carry) > 0
@@ -69,14 +62,14 @@ def test_an_event_between_calls_starts_afresh_and_the_edit_shows(world: World) -
 
 def test_a_workspace_that_served_its_foci_is_dropped(world: World) -> None:
     carry = Carry(max_foci=3)
-    rebuilt(world, [11, 12], carry)
+    world.rebuild([11, 12], carry=carry)
     assert loads_of(world, [11], carry) == 0
     assert loads_of(world, [11], carry) > 0  # it would serve a fourth focus
 
 
 def test_a_workspace_older_than_its_age_is_dropped(world: World) -> None:
     carry = Carry(max_age_ms=1_000, clock_ms=world.clock)
-    rebuilt(world, [11, 12], carry)
+    world.rebuild([11, 12], carry=carry)
     world.now[0] += 1_000
     assert loads_of(world, [11, 12], carry) == 0
     world.now[0] += 1
@@ -86,10 +79,10 @@ def test_a_workspace_older_than_its_age_is_dropped(world: World) -> None:
 def test_a_failed_epoch_drops_the_workspace(world: World) -> None:
     """After an outage (a failover, say) nothing read before it is carried on."""
     carry = Carry()
-    rebuilt(world, [11], carry)
+    world.rebuild([11], carry=carry)
     world.source.down = True
     with pytest.raises(DatabaseUnavailable):
-        rebuilt(world, [12], carry)
+        world.rebuild([12], carry=carry)
     world.source.down = False
     assert loads_of(world, [11], carry) > 0
     assert loads_of(world, [11], carry) == 0
@@ -97,7 +90,7 @@ def test_a_failed_epoch_drops_the_workspace(world: World) -> None:
 
 def test_each_thread_carries_its_own_workspace(world: World) -> None:
     carry = Carry()
-    rebuilt(world, [11], carry)
+    world.rebuild([11], carry=carry)
     counts: list[int] = []
     other = threading.Thread(target=lambda: counts.append(loads_of(world, [11], carry)))
     other.start()
@@ -108,5 +101,5 @@ def test_each_thread_carries_its_own_workspace(world: World) -> None:
 
 def test_a_carry_of_no_foci_never_carries(world: World) -> None:
     carry = Carry(max_foci=0)
-    rebuilt(world, [11], carry)
+    world.rebuild([11], carry=carry)
     assert loads_of(world, [11], carry) > 0
