@@ -20,11 +20,12 @@ A carried workspace is dropped, and the next epoch starts a fresh one, when
 * an epoch using it failed, or it belongs to another service.
 
 A full rebuild exists to recover changes no event announced, so it must read the database afresh:
-the nightly dispatch takes a new ``seq`` when a run starts (tasks.jobs), which ends every carried
-workspace before its first page is rebuilt; its pages then carry among themselves. One window is
-left: a drain epoch that read ``seq`` just before that start and writes a focus after the run's
-page did overwrites it with data up to ``max_age_ms`` old (without carrying: as old as that epoch)
-under the same generation. Only a change no event announced can be lost that way, until the next run.
+it takes a new ``seq`` when a run starts (service.rebuild.start_full_rebuild), which ends every
+carried workspace before its first page is rebuilt; its pages then carry among themselves. A drain
+epoch that read ``seq`` just before that start may still write a focus after the run's page did,
+with data up to ``max_age_ms`` old: the start also stamps the fact ``FULL_REBUILD``, which every
+write checks with the stamps of the notes it shows, so that write is outdated at once and redone
+from fresh data (service.rebuild, step 4).
 
 On a read replica an old row read within the replica's lag would be carried on too: set
 ``GRAPHRAG_CARRY_FOCI=0`` there (ops/runbook.md, "Read-only database user").

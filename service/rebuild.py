@@ -13,10 +13,11 @@ another query. Order per epoch, which is what makes a slow rebuild harmless:
 3. CAS-write the envelopes with the generations read in step 1 (an event that bumped a counter
    meanwhile makes the write refused: that focus is rebuilt by the event's own rebuild);
    a focus found deleted or missing gets its snapshots and reverse-index entries removed (same CAS);
-4. read the edit stamps of every note the written snapshots show: a stamp newer than the ``seq`` of
-   step 1 means an edit raced this computation: the focus's generation is bumped (what was just
-   written is outdated, so the reader computes it instead of serving it) and the focus is reported
-   in ``requeue``.
+4. read the edit stamps of every note the written snapshots show, and the stamp of
+   :data:`FULL_REBUILD`: a stamp newer than the ``seq`` of step 1 means an edit (or the start of a
+   full rebuild, which must not be overwritten by data read before it) raced this computation: the
+   focus's generation is bumped (what was just written is outdated, so the reader computes it
+   instead of serving it) and the focus is reported in ``requeue``.
 """
 
 from __future__ import annotations
@@ -38,13 +39,25 @@ from graphrag import (
 from graphrag.errors import Forbidden
 from service.carry import Carry
 from service.context import ContextService
-from service.envelope import Envelope, SnapshotKey, key_limit
+from service.envelope import Envelope, Fact, SnapshotKey, key_limit
 from service.ports import SnapshotCache
 
-__all__ = ["BATCH_SIZE", "EPOCH_SIZE", "RebuildReport", "rebuild"]
+__all__ = ["BATCH_SIZE", "EPOCH_SIZE", "FULL_REBUILD", "RebuildReport", "rebuild", "start_full_rebuild"]
 
 BATCH_SIZE = 100
 EPOCH_SIZE = 1000
+#: The fact a full rebuild stamps when its run starts. Every write checks its stamp with the stamps
+#: of the notes it shows, so a computation that read ``seq`` (and the database, or a carried
+#: workspace) before the run started, and writes after the run's page did, is outdated and redone
+#: instead of overwriting what the run read afresh (docs/redis.md, "The edit race").
+FULL_REBUILD: Fact = "rebuild:all"
+
+
+def start_full_rebuild(store: SnapshotCache) -> int:
+    """Mark the start of a full rebuild (nightly, ``rebuild --all``, change capture's recovery):
+    a new ``seq`` ends every carried workspace (service.carry), and the stamp of
+    :data:`FULL_REBUILD` makes a computation that read before it redo its focus."""
+    return store.stamp_touched((FULL_REBUILD,))
 
 
 @dataclass(frozen=True)
@@ -233,7 +246,12 @@ def _store(store: SnapshotCache, plan: _Plan, envelopes: list[Envelope], missing
 
 
 def _raced(store: SnapshotCache, envelopes: list[Envelope], seq: int) -> set[int]:
-    """Foci whose snapshot shows a note edited after ``seq`` was read (docs/redis.md, edit race)."""
+    """Foci whose snapshot shows a note edited after ``seq`` was read, or all of them when a full
+    rebuild started since (docs/redis.md, "The edit race")."""
+    if not envelopes:
+        return set()
     shown = {x for env in envelopes for x in env.depends_on}
-    touched = store.touched_since(shown, seq) if shown else set()
+    touched = store.touched_since([*shown, FULL_REBUILD], seq)
+    if FULL_REBUILD in touched:
+        return {env.note_id for env in envelopes}
     return {env.note_id for env in envelopes if touched.intersection(env.depends_on)}

@@ -23,6 +23,7 @@ from service.dispatch import dispatch_pages
 from service.drain import drain_session, requeue
 from service.events import NoteEvent, record_events
 from service.ports import Lease
+from service.rebuild import start_full_rebuild
 from tasks.runtime import Runtime, current
 
 __all__ = ["drain", "nightly_dispatch", "process_events", "rebuild_batch", "schedule_drain", "sweep"]
@@ -142,9 +143,10 @@ def nightly_dispatch(run_id: str | None = None, after_id: int = 0) -> int:
     if run_id is None:
         run_id = uuid.uuid4().hex
         rt.progress.start(run_id, now_ms=rt.clock_ms())
-        # A full rebuild reads the database afresh (it recovers changes no event announced): a new
-        # edit sequence number ends every workspace a worker carries (service.carry).
-        rt.snapshots.stamp_touched(())
+        # A full rebuild reads the database afresh (it recovers changes no event announced): no
+        # page of it uses a carried workspace, and no computation that read before it overwrites
+        # what its pages write (service.rebuild).
+        start_full_rebuild(rt.snapshots)
     step = dispatch_pages(
         rt.notes, rt.progress, run_id=run_id, after_id=after_id, pages=rt.pages_per_dispatch,
         page_size=rt.rebuild_page, backlog=rt.bulk_backlog, max_backlog=rt.max_bulk_backlog,

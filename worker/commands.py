@@ -21,6 +21,7 @@ from service.audit import audit
 from service.context import ContextService, require_model
 from service.drain import requeue
 from service.ports import NoteSource
+from service.rebuild import start_full_rebuild
 from storage.database import epoch_ms, open_engine
 from worker.compose import Wiring, wall_ms
 from worker.settings import Settings, load_settings
@@ -106,6 +107,8 @@ def rebuild_here(database_url: str | None, note_ids: tuple[int, ...], everything
     wiring = Wiring(load_settings(database_url=database_url))
     wiring.source.check()
     wiring.cache.ping()
+    if everything:  # as the nightly run: read afresh, and not overwritten by older reads
+        start_full_rebuild(wiring.cache)
     ids = _all_live_ids(wiring.source) if everything else iter(note_ids)
     total = wiring.source.count_live() if everything else len(note_ids)
     progress = wiring.progress("manual")

@@ -19,6 +19,7 @@ from graphrag import CharsCounter, StrategyParams
 from service.carry import Carry
 from service.context import ContextService
 from service.events import NoteEvent, record_events, sibling_radius
+from service.ports import SnapshotCache
 from service.rebuild import RebuildReport, rebuild
 from storage.memory import MemoryCache, MemoryCoordination, MemoryDirtySet, MemoryState
 from storage.memory_source import MemoryTree
@@ -46,9 +47,10 @@ class World:
         return self.now[0]
 
     def rebuild(self, ids: Iterable[int], service: ContextService | None = None,
-                carry: Carry | None = None, **options: Any) -> RebuildReport:
+                carry: Carry | None = None, store: SnapshotCache | None = None,
+                **options: Any) -> RebuildReport:
         """``options``: rebuild's ``batch_size``, ``epoch_size``."""
-        return rebuild(service or self.service, self.cache, ids, strategies=self.strategies,
+        return rebuild(service or self.service, store or self.cache, ids, strategies=self.strategies,
                        seeds=SEEDS, max_token_limit=MAX_LIMIT, layered_limits=LAYERED_LIMITS,
                        now_ms=self.clock(), carry=carry, **options)
 

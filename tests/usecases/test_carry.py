@@ -10,7 +10,9 @@ import pytest
 
 from graphrag.errors import DatabaseUnavailable
 from service.carry import Carry
+from service.envelope import decode_envelope
 from service.events import NoteEvent
+from service.rebuild import start_full_rebuild
 from tests.usecases.conftest import World
 
 
@@ -103,3 +105,38 @@ def test_a_carry_of_no_foci_never_carries(world: World) -> None:
     carry = Carry(max_foci=0)
     world.rebuild([11], carry=carry)
     assert loads_of(world, [11], carry) > 0
+
+
+class _NightlyStartsBeforeTheWrite:
+    """The cache of a drain epoch that read ``seq`` (and carried data) before a full rebuild
+    started: the run starts, and rebuilds ``focus`` afresh, just before the epoch's first write."""
+
+    def __init__(self, world: World, focus: int) -> None:
+        self.world, self.focus, self.started = world, focus, False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.world.cache, name)
+
+    def write_many(self, envelopes: Any) -> list[bool]:
+        if not self.started:
+            self.started = True
+            start_full_rebuild(self.world.cache)
+            self.world.rebuild([self.focus])
+        return self.world.cache.write_many(envelopes)
+
+
+def test_a_computation_read_before_a_full_rebuild_started_does_not_outlive_its_page(
+    world: World,
+) -> None:
+    """The full rebuild recovers a change no event announced; a drain epoch that read before the
+    run started and writes after the run's page is outdated at once and redone afresh."""
+    carry = Carry()
+    world.rebuild([30], carry=carry)  # the drain's process carries note 10's row
+    world.edit(10, title="Renamed without an event")
+    report = world.rebuild([30], carry=carry, store=_NightlyStartsBeforeTheWrite(world, 30))
+    assert report.requeue == {30}
+    counter = world.cache.generations([30])[30]
+    written = [decode_envelope(v) for v in stored(world).values()]
+    assert written and all(e is not None and e.generation < counter for e in written)  # outdated
+    world.rebuild(report.requeue, carry=carry)
+    assert all(b"Renamed without an event" in value for value in stored(world).values())

@@ -11,9 +11,10 @@ import pytest
 from graphrag import CharsCounter, NoteNotFound, Request, StrategyParams
 from graphrag.errors import Unavailable
 from service.context import ContextService
-from service.envelope import SnapshotKey, decode_envelope
+from service.envelope import Fact, SnapshotKey, decode_envelope
 from service.events import NoteEvent, outdate_shown
 from service.reader import ReaderConfig, Served, SnapshotReader
+from service.rebuild import FULL_REBUILD
 from tests.usecases.conftest import LAYERED_LIMITS, MAX_LIMIT, SEEDS, STRATEGIES, World
 
 
@@ -159,10 +160,15 @@ def test_after_the_webhook_outdated_what_shows_a_note_no_read_serves_its_old_tex
     assert world.dirty.size() == 0  # marking dirty is the event task's job
 
 
-def test_a_write_back_that_raced_an_edit_is_outdated_at_once_and_put_back(world: World) -> None:
+@pytest.mark.parametrize("stamped", [2, FULL_REBUILD], ids=["edit", "full-rebuild-start"])
+def test_a_write_back_that_raced_an_edit_is_outdated_at_once_and_put_back(
+    world: World, stamped: Fact,
+) -> None:
+    """Raced by an edit of 10's parent, or by the start of a full rebuild (whose page must not be
+    overwritten by what was read before it)."""
     class EditedMeanwhile(ContextService):
         def compute_many(self, requests: Any, strategy: str, costing: Any = None) -> Any:
-            world.cache.stamp_touched([2])  # 10's parent is edited while 10 is computed
+            world.cache.stamp_touched([stamped])  # while 10 is computed
             return super().compute_many(requests, strategy, costing)
 
     put_back: list[int] = []
