@@ -38,8 +38,9 @@ from storage.profiles import admin_2025, admin_2026
 from tests.binlog_server import create_cdc_user, execute, private_mariadb
 from tests.e2e.conftest import ROOT, Workers, broker_database, connect, redis_url, wait_until, worker_env
 from tests.e2e.test_worker_e2e import hand_graph
+from tests.reliability.checks import check_snapshots
 from tests.reliability.doughnut26 import Doughnut26
-from tests.reliability.harness import Broker, check_snapshots, settings_from, settle
+from tests.reliability.harness import Broker, settings_from, settle
 from tests.reliability.support import figure, sized
 from tests.storage.wiki_rows import random_graph, table_rows
 from worker.compose import Wiring

@@ -37,15 +37,8 @@ from tests.e2e.conftest import (
     worker_env,
 )
 from tests.e2e.test_worker_e2e import hand_graph
-from tests.reliability.harness import (
-    SECRET,
-    TOKEN,
-    Broker,
-    check_snapshots,
-    now_iso,
-    post_events,
-    settings_from,
-)
+from tests.reliability.checks import check_snapshots
+from tests.reliability.harness import SECRET, TOKEN, Broker, now_iso, post_events, settings_from
 from tests.services.redis_cluster import ClusterInfo
 from tests.support import drain_lock_tokens
 from worker.compose import Wiring

@@ -42,18 +42,10 @@ from storage.redis.progress import RedisProgress as RebuildProgress
 from storage.redis.queue import RedisDirtySet as DirtySet
 from tests.conftest import mariadb_database, url_string
 from tests.e2e.conftest import Workers, wait_until, worker_env
+from tests.reliability.checks import check_snapshots, content_problems, load_notes
+from tests.reliability.edits import generated_rows
 from tests.reliability.engines import AmqpLook
-from tests.reliability.harness import (
-    SECRET,
-    TOKEN,
-    check_snapshots,
-    content_problems,
-    generated_rows,
-    load_notes,
-    post_events,
-    settings_from,
-    settle,
-)
+from tests.reliability.harness import SECRET, TOKEN, post_events, settings_from, settle
 from tests.reliability.support import cli_env, figure, graphrag
 from tests.services.rabbitmq import rabbitmq_vhost
 from tests.services.redis_cluster import ClusterInfo, ClusterNode, redis_cluster

@@ -10,7 +10,7 @@ now and then. In parallel: nightly full rebuilds (``graphrag.nightly_dispatch`` 
 and two reader threads that delete a snapshot and read it, so the reader misses and writes back.
 
 After quiescence every snapshot is checked against the database for what docs/algorithms.md makes exact
-(:func:`tests.reliability.harness.check_snapshots`), and every live note must have every configured
+(:func:`tests.reliability.checks.check_snapshots`), and every live note must have every configured
 variant. How many snapshots differ byte for byte from a live compute at their ``asOf`` (sampling
 drift, which §5 leaves to the nightly rebuild and the soft TTL) is reported, not asserted.
 
@@ -54,18 +54,10 @@ from tasks.jobs import drain
 from tasks.runtime import Runtime
 from tests.conftest import mariadb_database, url_string
 from tests.e2e.conftest import connect, redis_url
+from tests.reliability.checks import check_snapshots, live_drift, variants
+from tests.reliability.edits import Doughnut, generated_rows
 from tests.reliability.engines import ENGINES
-from tests.reliability.harness import (
-    Doughnut,
-    background,
-    check_snapshots,
-    generated_rows,
-    live_drift,
-    post_events,
-    running_stack,
-    settings_from,
-    variants,
-)
+from tests.reliability.harness import background, post_events, running_stack, settings_from
 from tests.reliability.support import figure, sized
 from tests.wiring import (
     NoteStore,

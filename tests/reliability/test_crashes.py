@@ -60,26 +60,22 @@ from storage.redis.progress import RedisProgress as RebuildProgress
 from storage.redis.queue import RedisDirtySet as DirtySet
 from tests.conftest import mariadb_database, mysql_base_url, url_string
 from tests.e2e.conftest import Workers, wait_until, worker_env
+from tests.reliability.checks import check_snapshots, content_problems, load_notes
+from tests.reliability.edits import Doughnut, generated_rows
+from tests.reliability.engines import Stranded
 from tests.reliability.harness import (
     SECRET,
     TOKEN,
     Broker,
-    Doughnut,
-    RedisServer,
     Stack,
-    Stranded,
-    TcpProxy,
     background,
-    check_snapshots,
-    content_problems,
-    generated_rows,
-    load_notes,
     post_events,
     running_stack,
     settings_from,
     settle,
     unfinished_tasks,
 )
+from tests.reliability.servers import RedisServer, TcpProxy
 from tests.reliability.support import cli_env, figure, graphrag, sized
 from tests.support import drain_lock_tokens
 from tests.wiring import (
