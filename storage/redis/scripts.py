@@ -5,7 +5,7 @@ Each script touches the keys of one note only (one hash-tag slot), so it is lega
 
 __all__ = [
     "BUMP_LUA", "DELETE_LUA", "DIRTY_ADD_LUA", "DIRTY_DONE_LUA", "DIRTY_TAKE_LUA", "INDEX_LUA",
-    "STAMP_LUA", "WRITE_LUA",
+    "INDEX_MANY_LUA", "STAMP_LUA", "WRITE_LUA",
 ]
 
 # Facts (note ids, or wiki facts like note:5) travel space-separated and stay strings inside Lua (no
@@ -57,6 +57,21 @@ return out
 INDEX_LUA = """
 redis.call('SADD', KEYS[1], unpack(ARGV, 2))
 return redis.call('PEXPIRE', KEYS[1], ARGV[1])
+"""
+
+# Many reverse-index entry sets in one command, for a single Redis only (its keys span slots, which a
+# cluster refuses): KEYS[i] gets the space-separated foci of ARGV[i + 1] and an expiry of ARGV[1] ms.
+INDEX_MANY_LUA = """
+for i = 1, #KEYS do
+  local members = {}
+  for id in string.gmatch(ARGV[i + 1], '%S+') do
+    members[#members + 1] = id
+    if #members == 1000 then redis.call('SADD', KEYS[i], unpack(members)); members = {} end
+  end
+  if #members > 0 then redis.call('SADD', KEYS[i], unpack(members)) end
+  redis.call('PEXPIRE', KEYS[i], ARGV[1])
+end
+return #KEYS
 """
 
 # A hybrid logical clock: max(previous + 1, Redis TIME in µs), kept for ARGV[1] ms (0: no expiry,

@@ -204,6 +204,18 @@ class CacheContract:
         assert store.dependents([40]) == {4}
         self.assert_index_matches(store)
 
+    def test_a_batch_showing_more_notes_than_one_index_command_covers(self, store: Any) -> None:
+        """1,200 foci, each showing note 100000 and a note of its own: 1,201 ``dep:`` keys, one of
+        them with 1,200 members; one focus refused midway, its flag in its place."""
+        foci = range(1, 1_201)
+        newer = store.bump_generations([7])[7]
+        accepted = store.write_many([envelope(f, 0, [100_000, 200_000 + f]) for f in foci])
+        assert accepted == [f != 7 for f in foci]
+        assert store.dependents([100_000]) == set(foci) - {7}
+        assert all(store.dependents([200_000 + f]) == ({f} - {7}) for f in (1, 500, 501, 1_200))
+        assert write(store, envelope(7, newer, [100_000]))
+        self.assert_index_matches(store)
+
     def test_an_expired_snapshot_stops_counting_at_the_next_write(self, store: Any) -> None:
         assert write(store, envelope(9, 0, [90]))
         assert write(store, envelope(9, 0, [91], seed=1))
