@@ -40,6 +40,8 @@ def uri(note_id: int) -> str:
 def created_at(epoch_ms: int) -> str:
     """UTC with milliseconds, e.g. ``2025-12-03T10:15:17.000+00:00``."""
     moment = _EPOCH + dt.timedelta(milliseconds=epoch_ms)
+    if moment.year >= 1000:  # the same text, without strftime's format parsing
+        return moment.isoformat(timespec="milliseconds")
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}+00:00"
 
 

@@ -144,6 +144,13 @@ class GraphView:
             rows=frozenset(i for i in need.rows if i not in self._rows),
         )
 
+    def _loaded(self, need: Need) -> bool:
+        """Whether nothing of ``need`` is missing, by set inclusion on the loaded keys (ancestor
+        chains are walked by :meth:`missing`)."""
+        return (not need.ancestors and self._rows.keys() >= need.rows
+                and self._skeletons.keys() >= need.notes and self._children.keys() >= need.children
+                and self._inbound.keys() >= need.inbound)
+
     def _chain_gaps(self, starts: Iterable[int]) -> set[int]:
         gaps: set[int] = set()
         for start in starts:
@@ -164,6 +171,8 @@ class GraphView:
 
     def ensure(self, need: Need) -> Generator[Need, None, None]:
         """Yield what is missing of ``need`` until the driver has loaded all of it."""
+        if self._loaded(need):  # the common case in a batch: no frozensets built
+            return
         for _ in range(64):  # each round loads something; the bound only guards a broken loader
             missing = self.missing(need)
             if not missing:
