@@ -213,7 +213,7 @@ def _rebuild_batch(
                 envelopes.append(_envelope(result, computed.view, request, strategy,
                                            start.generations[focus], plan))
     _store(store, plan, envelopes, missing, start.generations, tally)
-    raced = _raced(store, envelopes, start.seq)
+    raced = _raced(store, envelopes, start.seq, missing)
     if raced:  # what they just wrote may show an edited note's old text: outdated until redone
         store.bump_generations(raced)
     tally.requeue |= raced
@@ -245,13 +245,15 @@ def _store(store: SnapshotCache, plan: _Plan, envelopes: list[Envelope], missing
             tally.rejected += 1
 
 
-def _raced(store: SnapshotCache, envelopes: list[Envelope], seq: int) -> set[int]:
-    """Foci whose snapshot shows a note edited after ``seq`` was read, or all of them when a full
-    rebuild started since (docs/redis.md, "The edit race")."""
-    if not envelopes:
+def _raced(store: SnapshotCache, envelopes: list[Envelope], seq: int,
+           removed: set[int]) -> set[int]:
+    """Foci whose snapshot shows a note edited after ``seq`` was read; or, when a full rebuild
+    started since, every focus written or found ``removed`` (a deletion read before the run must
+    not outlive the run's page either; docs/redis.md, "The edit race")."""
+    if not envelopes and not removed:
         return set()
     shown = {x for env in envelopes for x in env.depends_on}
     touched = store.touched_since([*shown, FULL_REBUILD], seq)
     if FULL_REBUILD in touched:
-        return {env.note_id for env in envelopes}
+        return {env.note_id for env in envelopes} | removed
     return {env.note_id for env in envelopes if touched.intersection(env.depends_on)}

@@ -137,6 +137,8 @@ class MemoryCache:
     def current_seq(self) -> int:
         with self.state.lock:
             self.state.check()
+            if not self.state.seq:  # missing: the next number, as on Redis
+                self.state.seq = max(self.state.seq + 1, self.state.now_us())
             return self.state.seq
 
     def stamp_touched(self, note_ids: Iterable[Fact]) -> int:

@@ -142,6 +142,7 @@ class RedisCache:
         self._index = redis_client.register_script(INDEX_LUA)
         self._index_many = redis_client.register_script(INDEX_MANY_LUA)
         self._cluster = is_cluster(redis_client)
+        self._scripts_loaded = False
 
     def _snapshot_key(self, key: SnapshotKey) -> str:
         return self.keys.snapshot(key.note_id, key.strategy, key.seed, key.token_limit)
@@ -220,9 +221,12 @@ class RedisCache:
         return {i: int(v) for i, v in zip(ids, replies, strict=True)}
 
     def current_seq(self) -> int:
-        """The global edit sequence (missing = 0). A rebuild reads it before reading the database."""
+        """The global edit sequence. A rebuild reads it before reading the database. A missing
+        counter (lost with a cluster primary, say) takes the next number, from the server clock: read
+        as 0, every stamp (the full rebuild's included) would look newer than every computation."""
         with translated():
-            return int(self.redis.get(self.keys.seq()) or 0)
+            raw = self.redis.get(self.keys.seq())
+            return int(raw) if raw is not None else int(self._bump(keys=[self.keys.seq()], args=[0]))
 
     def stamp_touched(self, note_ids: Iterable[int | str]) -> int:
         """Take the next sequence number and stamp it on every edited note (never lowering a stamp)."""
@@ -338,9 +342,17 @@ class RedisCache:
     def _execute(self, queue: Callable[[Any], Any]) -> list[Any]:
         """Run a non-transactional pipeline built by ``queue``; load scripts and rerun on NOSCRIPT.
 
-        Rerunning is safe: every queued command is idempotent or, being a script, did not run.
+        The scripts are loaded before this instance's first pipeline, so a pipeline never meets
+        some of them cached and others not (a server that older workers fed): its CAS scripts would
+        run in the first attempt and answer differently in the rerun. A NOSCRIPT after that means
+        the server lost its scripts (a restart, a failover), so none of the first attempt's
+        scripts ran, and rerunning is safe: every other queued command is idempotent. (Should an
+        older worker have loaded some of them again in between, a dependency dropped in the first
+        attempt may stay in ``dep:``: an over-approximation, one spurious rebuild.)
         """
         with translated():
+            if not self._scripts_loaded:
+                self._load_scripts()
             for attempt in range(2):
                 pipe = self.redis.pipeline(transaction=False)
                 queue(pipe)
@@ -358,3 +370,4 @@ class RedisCache:
         for script in (self._write, self._delete, self._bump, self._stamp, self._index,
                        self._index_many):
             self.redis.script_load(script.script)
+        self._scripts_loaded = True

@@ -1,6 +1,7 @@
 """The Lua scripts of the snapshot store (see :mod:`storage.redis.cache` for what they guarantee).
 
-Each script touches the keys of one note only (one hash-tag slot), so it is legal in Redis Cluster.
+Each script touches the keys of one note only (one hash-tag slot), so it is legal in Redis Cluster;
+except ``INDEX_MANY_LUA``, which only a single Redis is given.
 """
 
 __all__ = [
@@ -66,6 +67,7 @@ for i = 1, #KEYS do
   local members = {}
   for id in string.gmatch(ARGV[i + 1], '%S+') do
     members[#members + 1] = id
+    -- at most 1000 members per SADD: unpack's stack limit
     if #members == 1000 then redis.call('SADD', KEYS[i], unpack(members)); members = {} end
   end
   if #members > 0 then redis.call('SADD', KEYS[i], unpack(members)) end

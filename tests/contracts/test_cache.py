@@ -28,6 +28,8 @@ from service.ports import SnapshotCache
 from service.rebuild import rebuild
 from storage.database import open_engine
 from storage.memory import MemoryState
+from storage.redis.cache import RedisCache
+from storage.redis.scripts import WRITE_LUA
 from tests.conftest import new_store
 from tests.contracts.backends import (
     HARD_TTL_S,
@@ -326,8 +328,10 @@ class CacheContract:
     def test_stamps_from_before_a_lost_sequence_are_not_newer_than_it(self, store: Any) -> None:
         for _ in range(3):
             store.stamp_touched([5])
+        store.stamp_touched(["rebuild:all"])  # a full rebuild started
         self.backend.lose_seq()  # a cluster primary restarted empty, an eviction
         read_by_a_rebuild = store.current_seq()
+        assert store.touched_since([5, "rebuild:all"], read_by_a_rebuild) == set()  # not raced
         assert store.stamp_touched([6]) > read_by_a_rebuild
         later = store.current_seq()
         assert store.touched_since([5, 6], later) == set()  # else: requeued on every rebuild
@@ -516,6 +520,22 @@ class RedisCacheContract(CacheContract):
         store.redis.delete(store.keys.generation(1))
         assert write(store, envelope(1, 0, [2]))
         assert snapshot_of(store, 1, "wavefront", 0) == envelope(1, 0, [2])
+
+
+    def test_a_server_holding_some_of_the_scripts_gets_all_before_a_first_write(
+        self, store: Any,
+    ) -> None:
+        """An older worker fed the server some of the scripts (a rolling upgrade): a new process
+        loads them all before its first write, so no attempt runs the CAS scripts without the
+        index scripts (a dependency dropped in that attempt would stay in ``dep:``)."""
+        assert write(store, envelope(3, 0, [7, 8]))
+        store.redis.script_flush()
+        store.redis.script_load(WRITE_LUA)
+        fresh = RedisCache(store.redis, prefix=store.keys.prefix, soft_ttl_s=SOFT_TTL_S,
+                           hard_ttl_s=HARD_TTL_S)
+        assert write(fresh, envelope(3, 0, [7]))
+        assert fresh.dependents([8]) == set()
+        self.assert_index_matches(store)
 
 
 class TestMemoryCache(CacheContract):

@@ -3,6 +3,7 @@ the edit sequence stands still, within its bounds (service.carry); the bytes nev
 
 from __future__ import annotations
 
+import datetime as dt
 import threading
 from typing import Any
 
@@ -140,3 +141,18 @@ def test_a_computation_read_before_a_full_rebuild_started_does_not_outlive_its_p
     assert written and all(e is not None and e.generation < counter for e in written)  # outdated
     world.rebuild(report.requeue, carry=carry)
     assert all(b"Renamed without an event" in value for value in stored(world).values())
+
+
+def test_a_removal_read_before_a_full_rebuild_started_does_not_outlive_its_page(
+    world: World,
+) -> None:
+    """A restore no event announced: a drain epoch that found the note deleted before the run
+    started, and removes its snapshots after the run's page rebuilt it, puts the focus back."""
+    carry = Carry()
+    world.edit(31, deleted_at=dt.datetime(2026, 1, 1))
+    world.rebuild([31], carry=carry)  # the drain's process carries "31 is deleted"
+    world.edit(31, deleted_at=None)
+    report = world.rebuild([31], carry=carry, store=_NightlyStartsBeforeTheWrite(world, 31))
+    assert report.deleted == {31} and report.requeue == {31}
+    world.rebuild(report.requeue, carry=carry)
+    assert {key.note_id for key in stored(world)} == {31}
