@@ -557,10 +557,14 @@ class ReaderContract:
         assert reader.get(10, seed=0).source == "stale"
         keys = list(store.redis.scan_iter(match=store.keys.pattern(), count=1000))
         kinds = {key: key.decode()[len(store.keys.prefix) + 1:].split(":")[0] for key in keys}
-        assert set(kinds.values()) == {"snap", "gen", "dep", "shows", "refresh"}
+        # seq: the first live compute found no edit sequence and took a number (current_seq)
+        assert set(kinds.values()) == {"snap", "gen", "dep", "shows", "refresh", "seq"}
         hard_ms = HARD_TTL_S * 1000
         for key, kind in kinds.items():
             ttl_ms = store.redis.pttl(key)
+            if kind == "seq":
+                assert ttl_ms == -1, "the global edit sequence is the one persistent key"
+                continue
             assert ttl_ms > 0, key
             if kind == "snap":
                 assert hard_ms - 60_000 < ttl_ms <= hard_ms, key
