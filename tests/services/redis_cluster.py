@@ -221,7 +221,9 @@ def shared_cluster() -> ClusterInfo:
     """The test process's one 3-primary cluster, started at the first call and stopped when the
     process exits (the session fixture and the contract backends share it)."""
     if not _SHARED:
-        manager = redis_cluster(Path(tempfile.mkdtemp(prefix="graphrag-test-cluster-")))
+        folder = Path(tempfile.mkdtemp(prefix="graphrag-test-cluster-"))
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)  # runs last (atexit is LIFO)
+        manager = redis_cluster(folder)
         _SHARED.append(manager.__enter__())
         atexit.register(manager.__exit__, None, None, None)
     return _SHARED[0]
