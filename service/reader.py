@@ -37,7 +37,7 @@ from service.context import ContextService
 from service.envelope import Envelope, decode_envelope, is_fresh
 from service.metrics import ReaderMetrics
 from service.ports import Coordination, Lease, SnapshotCache
-from service.rebuild import FULL_REBUILD
+from service.rebuild import raced
 
 __all__ = ["ReaderConfig", "Served", "SnapshotReader", "Unavailable"]
 
@@ -314,9 +314,8 @@ class SnapshotReader:
             if not self.store.write_many([envelope])[0]:
                 self.metrics.cas_rejections.inc()
                 return
-            raced = seq is None or self.store.touched_since(
-                (*envelope.depends_on, FULL_REBUILD), seq)
-            if raced:  # outdated at once (the next read computes again), and redone by a drain
+            # outdated at once (the next read computes again), and redone by a drain
+            if seq is None or raced(self.store, [envelope], seq):
                 self.store.bump_generations([envelope.note_id])
                 if self.on_raced is not None:
                     self.on_raced(envelope.note_id)

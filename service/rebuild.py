@@ -42,7 +42,10 @@ from service.context import ContextService
 from service.envelope import Envelope, Fact, SnapshotKey, key_limit
 from service.ports import SnapshotCache
 
-__all__ = ["BATCH_SIZE", "EPOCH_SIZE", "FULL_REBUILD", "RebuildReport", "rebuild", "start_full_rebuild"]
+__all__ = [
+    "BATCH_SIZE", "EPOCH_SIZE", "FULL_REBUILD", "RebuildReport", "raced", "rebuild",
+    "start_full_rebuild",
+]
 
 BATCH_SIZE = 100
 EPOCH_SIZE = 1000
@@ -213,10 +216,10 @@ def _rebuild_batch(
                 envelopes.append(_envelope(result, computed.view, request, strategy,
                                            start.generations[focus], plan))
     _store(store, plan, envelopes, missing, start.generations, tally)
-    raced = _raced(store, envelopes, start.seq, missing)
-    if raced:  # what they just wrote may show an edited note's old text: outdated until redone
-        store.bump_generations(raced)
-    tally.requeue |= raced
+    redo = raced(store, envelopes, start.seq, missing)
+    if redo:  # what they just wrote may show an edited note's old text: outdated until redone
+        store.bump_generations(redo)
+    tally.requeue |= redo
 
 
 def _valid_id(note_id: int, tally: _Tally) -> bool:
@@ -245,11 +248,12 @@ def _store(store: SnapshotCache, plan: _Plan, envelopes: list[Envelope], missing
             tally.rejected += 1
 
 
-def _raced(store: SnapshotCache, envelopes: list[Envelope], seq: int,
-           removed: set[int]) -> set[int]:
+def raced(store: SnapshotCache, envelopes: list[Envelope], seq: int,
+          removed: set[int] | None = None) -> set[int]:
     """Foci whose snapshot shows a note edited after ``seq`` was read; or, when a full rebuild
     started since, every focus written or found ``removed`` (a deletion read before the run must
     not outlive the run's page either; docs/redis.md, "The edit race")."""
+    removed = removed or set()
     if not envelopes and not removed:
         return set()
     shown = {x for env in envelopes for x in env.depends_on}

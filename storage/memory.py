@@ -137,18 +137,21 @@ class MemoryCache:
     def current_seq(self) -> int:
         with self.state.lock:
             self.state.check()
-            if not self.state.seq:  # missing: the next number, as on Redis
-                self.state.seq = max(self.state.seq + 1, self.state.now_us())
-            return self.state.seq
+            return self.state.seq or self._take_seq()  # missing: the next number, as on Redis
 
     def stamp_touched(self, note_ids: Iterable[Fact]) -> int:
         with self.state.lock:
             self.state.check()
-            self.state.seq = max(self.state.seq + 1, self.state.now_us())  # as BUMP_LUA on Redis
+            self._take_seq()
             for i in note_ids:
                 if self._stamp(i) < self.state.seq:
                     self.state.touched[i] = (self.state.seq, self._until(self.touched_ttl_s * 1000))
             return self.state.seq
+
+    def _take_seq(self) -> int:
+        """The next edit sequence number (the lock held), as BUMP_LUA on Redis."""
+        self.state.seq = max(self.state.seq + 1, self.state.now_us())
+        return self.state.seq
 
     def _stamp(self, note_id: Fact) -> int:
         entry = self.state.touched.get(note_id)

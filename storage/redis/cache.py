@@ -25,22 +25,23 @@ Write = compare-and-set + reverse index, one round trip
     Redis Cluster; the ``dep:{X}`` keys live in other slots and are updated by plain commands in the
     *same pipeline* (one round trip, no MULTI):
 
-    1. ``SADD dep:{X} F`` for every shown X (before the script: the index may over-approximate, never
-       under-approximate, so a reader of ``dep:{X}`` never misses F while the snapshot shows X);
+    1. ``SADD dep:{X} F`` and its TTL for every shown X (before the script: the index may
+       over-approximate, never under-approximate, so a reader of ``dep:{X}`` never misses F while
+       the snapshot shows X);
     2. the CAS script: if ``generation >= gen:{F}`` (missing = 0) it SETs the snapshot (PX hard TTL)
        and records its ids in ``shows:{F}``; it drops ``shows`` fields whose snapshot has expired or
        vanished (it EXISTS-checks those keys by name: undeclared, but in F's slot, so still
        cluster-legal); either way it returns the *stale* ids: those that were in ``shows:{F}`` before or
        that step 1 just added, but that no live snapshot of F shows now (after a refusal: what step 1
        added in vain);
-    3. ``SADD dep:{X} F`` again and ``PEXPIRE`` (index TTL) for every shown X (one small script).
+    3. step 1 again, for every shown X.
 
     A batch of envelopes is one pipeline: every step 1, then every script, then every step 3, with
     the index commands merged per shown note (``SADD dep:{X} F1 F2 ...``: a batch of neighbouring
-    foci shows many of the same notes). On a single Redis, steps 1 and 3 of up to 500 shown notes are
-    one script each (``INDEX_MANY_LUA``: its keys span slots, which only a cluster refuses), so a
-    batch of 100 foci showing ~1,000 notes is about 105 commands instead of ~2,100; on a cluster
-    they stay one command per shown note, each on its own slot.
+    foci shows many of the same notes). Steps 1 and 3 are the same script calls: on a single Redis
+    one per 500 shown notes (``INDEX_MANY_LUA``: its keys span slots, which only a cluster refuses),
+    so a batch of 100 foci showing ~1,000 notes is about 105 commands instead of ~2,100; on a
+    cluster one per shown note, each on its own slot.
 
     Only when some id went stale (a dependency was dropped, or the CAS refused) do more round trips
     follow: ``SREM dep:{X} F`` for the stale ids, then a re-read of ``shows:{F}``, then ``SADD`` back for
@@ -86,6 +87,8 @@ _MGET_CHUNK = 500
 _INDEX_CHUNK = 1000
 #: ``dep:`` keys per index script on a single Redis (one command instead of one per shown note).
 _INDEX_KEYS = 500
+#: One script call: (sha, keys, args).
+_Call = tuple[str, list[str], list[Any]]
 #: How much longer than a snapshot the reverse index and generation counters live.
 INDEX_TTL_MARGIN_S = 60
 
@@ -251,10 +254,9 @@ class RedisCache:
         """CAS-write many snapshots in one pipeline (see the module docstring); accepted flags."""
         if not envelopes:
             return []
-        foci_by_shown = _foci_by_shown(envelopes)
-        replies = self._execute(lambda p: self._queue_writes(p, envelopes, foci_by_shown))
-        lead = self._step_one_commands(len(foci_by_shown))
-        scripts = replies[lead : lead + len(envelopes)]  # after step 1
+        index = self._index_calls(_foci_by_shown(envelopes))
+        replies = self._execute(lambda p: self._queue_writes(p, envelopes, index))
+        scripts = replies[len(index) : len(index) + len(envelopes)]  # after step 1
         accepted: list[bool] = []
         stale: dict[int, set[Any]] = {}
         for env, reply in zip(envelopes, scripts, strict=True):
@@ -284,46 +286,40 @@ class RedisCache:
 
     # -- internals ------------------------------------------------------------------------------
     def _queue_writes(self, pipe: Any, envelopes: Sequence[Envelope],
-                      foci_by_shown: Mapping[Any, Collection[int]]) -> None:
-        """Step 1 for every envelope, then every CAS script, then step 3 (module docstring).
-
-        The index commands are merged per shown note: one ``SADD dep:{X} F1 F2 ...`` covers every
-        focus of the batch that shows X; on a single Redis one script covers up to 500 shown notes.
-        Every script still runs after its step 1 and before its step 3, which is all the ordering
-        argument needs.
-        """
-        if self._cluster:
-            for x, foci in foci_by_shown.items():
-                pipe.sadd(self.keys.dep(x), *foci)
-        else:
-            self._queue_index(pipe, foci_by_shown)
+                      index: Sequence[_Call]) -> None:
+        """Step 1 (``index``) for every envelope, then every CAS script, then step 3 (``index``
+        again; module docstring). Every script runs after its step 1 and before its step 3, which
+        is all the ordering argument needs."""
+        self._queue(pipe, index)
         for env in envelopes:
             focus = env.note_id
             key = self._snapshot_key(env.key)
             evalsha(pipe, self._write.sha, [key, self.keys.generation(focus), self.keys.shows(focus)],
                     env.encode(), env.generation, self.hard_ttl_s * 1000, self.index_ttl_ms,
                     _id_list(env.depends_on))
-        self._queue_index(pipe, foci_by_shown)
+        self._queue(pipe, index)
 
-    def _step_one_commands(self, shown: int) -> int:
-        """How many commands :meth:`_queue_writes` queues before the first CAS script."""
-        return shown if self._cluster else -(-shown // _INDEX_KEYS)
-
-    def _queue_index(self, pipe: Any, foci_by_shown: Mapping[Any, Collection[int]]) -> None:
-        """``SADD`` the foci to each ``dep:{X}`` and refresh its TTL: per key on a cluster, in
-        scripts of up to 500 keys on a single Redis."""
+    def _index_calls(self, foci_by_shown: Mapping[Any, Collection[int]]) -> list[_Call]:
+        """The script calls that ``SADD`` the foci to each ``dep:{X}`` and refresh its TTL, merged
+        per shown note: per key on a cluster (each on its own slot), one script per 500 keys on a
+        single Redis (``INDEX_MANY_LUA``: keys spanning slots, which only a cluster refuses)."""
+        items = list(foci_by_shown.items())
         if not self._cluster:
-            items = list(foci_by_shown.items())
-            for at in range(0, len(items), _INDEX_KEYS):
-                part = items[at : at + _INDEX_KEYS]
-                pipe.evalsha(self._index_many.sha, len(part), *(self.keys.dep(x) for x, _ in part),
-                             self.index_ttl_ms, *(_id_list(foci) for _, foci in part))
-            return
-        for x, foci in foci_by_shown.items():
+            parts = [items[at : at + _INDEX_KEYS] for at in range(0, len(items), _INDEX_KEYS)]
+            return [(self._index_many.sha, [self.keys.dep(x) for x, _ in part],
+                     [self.index_ttl_ms, *(_id_list(foci) for _, foci in part)]) for part in parts]
+        calls: list[_Call] = []
+        for x, foci in items:
             members = list(foci)
-            for at in range(0, len(members), _INDEX_CHUNK):
-                evalsha(pipe, self._index.sha, [self.keys.dep(x)], self.index_ttl_ms,
-                        *members[at : at + _INDEX_CHUNK])
+            calls += [(self._index.sha, [self.keys.dep(x)],
+                       [self.index_ttl_ms, *members[at : at + _INDEX_CHUNK]])
+                      for at in range(0, len(members), _INDEX_CHUNK)]
+        return calls
+
+    @staticmethod
+    def _queue(pipe: Any, calls: Sequence[_Call]) -> None:
+        for sha, keys, args in calls:
+            evalsha(pipe, sha, keys, *args)
 
     def _unindex(self, stale: Mapping[int, Collection[Any]]) -> None:
         """SREM stale (focus, id) pairs, then put back any that a concurrent write made shown again."""
@@ -337,7 +333,7 @@ class RedisCache:
             foci_by_shown: dict[Any, set[int]] = {}
             for f, x in back:
                 foci_by_shown.setdefault(x, set()).add(f)
-            self._execute(lambda p: self._queue_index(p, foci_by_shown))
+            self._execute(lambda p: self._queue(p, self._index_calls(foci_by_shown)))
 
     def _execute(self, queue: Callable[[Any], Any]) -> list[Any]:
         """Run a non-transactional pipeline built by ``queue``; load scripts and rerun on NOSCRIPT.

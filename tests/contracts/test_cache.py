@@ -25,7 +25,7 @@ from service.carry import Carry
 from service.context import Computed, ContextService
 from service.envelope import Envelope, SnapshotKey, decode_envelope, is_fresh
 from service.ports import SnapshotCache
-from service.rebuild import rebuild
+from service.rebuild import FULL_REBUILD, rebuild
 from storage.database import open_engine
 from storage.memory import MemoryState
 from storage.redis.cache import RedisCache
@@ -328,10 +328,10 @@ class CacheContract:
     def test_stamps_from_before_a_lost_sequence_are_not_newer_than_it(self, store: Any) -> None:
         for _ in range(3):
             store.stamp_touched([5])
-        store.stamp_touched(["rebuild:all"])  # a full rebuild started
+        store.stamp_touched([FULL_REBUILD])  # a full rebuild started
         self.backend.lose_seq()  # a cluster primary restarted empty, an eviction
         read_by_a_rebuild = store.current_seq()
-        assert store.touched_since([5, "rebuild:all"], read_by_a_rebuild) == set()  # not raced
+        assert store.touched_since([5, FULL_REBUILD], read_by_a_rebuild) == set()  # not raced
         assert store.stamp_touched([6]) > read_by_a_rebuild
         later = store.current_seq()
         assert store.touched_since([5, 6], later) == set()  # else: requeued on every rebuild
