@@ -28,6 +28,7 @@ from graphrag.strategy import unregister as unregister_strategy
 from graphrag.tokens import (
     COUNTER_NAMES,
     CharsCounter,
+    MemoCounter,
     OnePerNoteCounter,
     TiktokenCounter,
     TokenCounter,
@@ -48,6 +49,7 @@ __all__ = [
     "GraphView",
     "InvalidParameter",
     "LayeredParams",
+    "MemoCounter",
     "MissingData",
     "Need",
     "NoteNotFound",

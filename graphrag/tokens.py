@@ -2,15 +2,31 @@
 
 A note's cost is measured on exactly the compact JSON emitted for it. The tiktoken counter takes an
 already-built ``encode_ordinary`` function: loading the encoding file is I/O and happens in storage.
+
+A count is a pure function of the bytes, so :class:`MemoCounter` may keep it for as long as it likes:
+unlike the rows a computation reads, a memo keyed by the exact bytes can never be stale, whatever was
+edited since. It spares the encoder the notes a process has costed before (a drain after every edit,
+the nightly run in a long-lived worker); it holds the bytes themselves as keys, so no two texts share
+an entry, and it forgets the least recently used beyond ``max_entries``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Protocol
 
-__all__ = ["COUNTER_NAMES", "CharsCounter", "OnePerNoteCounter", "TiktokenCounter", "TokenCounter"]
+from graphrag.errors import ConfigurationError
+
+__all__ = [
+    "COUNTER_NAMES",
+    "CharsCounter",
+    "MemoCounter",
+    "OnePerNoteCounter",
+    "TiktokenCounter",
+    "TokenCounter",
+]
 
 COUNTER_NAMES = ("tiktoken", "chars", "one-per-note")
 
@@ -53,3 +69,30 @@ class TiktokenCounter:
 
     def count(self, note_json: bytes) -> int:
         return len(self.encode_ordinary(note_json.decode("utf-8")))
+
+
+@dataclass(frozen=True)
+class MemoCounter:
+    """``inner``'s counts, remembered per exact bytes for the ``max_entries`` most recently used
+    (thread-safe: functools' LRU cache); its name is ``inner``'s, so a snapshot's configHash is
+    the same with or without it."""
+
+    inner: TokenCounter
+    max_entries: int
+    _count: Callable[[bytes], int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.max_entries < 1:
+            raise ConfigurationError(f"a token memo holds at least 1 entry, not {self.max_entries}")
+        object.__setattr__(self, "_count", lru_cache(maxsize=self.max_entries)(self.inner.count))
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    def count(self, note_json: bytes) -> int:
+        return self._count(note_json)
+
+    def entries(self) -> int:
+        """How many counts are remembered now."""
+        return int(self._count.cache_info().currsize)  # type: ignore[attr-defined]

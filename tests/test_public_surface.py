@@ -5,7 +5,7 @@ import graphrag
 EXPECTED = {
     "COUNTER_NAMES", "CharsCounter", "Computation", "ConfigurationError", "Costing",
     "DatabaseUnavailable", "GraphRagError", "GraphView", "InvalidParameter", "LayeredParams",
-    "MissingData", "Need", "NoteNotFound", "OnePerNoteCounter", "Outcome", "Pick", "Ref",
+    "MemoCounter", "MissingData", "Need", "NoteNotFound", "OnePerNoteCounter", "Outcome", "Pick", "Ref",
     "Relation", "Request", "Row", "SchemaMismatch", "Skeleton", "Strategy", "StrategyParams",
     "TiktokenCounter", "TokenCounter", "WavefrontParams", "check_note_id", "computation",
     "config_hash", "get_strategy", "register_strategy", "run_batch", "slice_result",

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from graphrag import CharsCounter, Request
+from graphrag import CharsCounter, MemoCounter, Request, TiktokenCounter
 from graphrag.errors import ConfigurationError
 from graphrag.params import config_hash
 from service.context import ContextService
 from tests.storage.wiki_rows import random_graph
-from worker.compose import strategy_params
+from worker.compose import build_counter, strategy_params
 from worker.settings import load_settings
 
 
@@ -50,3 +50,19 @@ def test_the_broker_cannot_be_the_redis_cluster() -> None:
 def test_an_unknown_broker_scheme_names_the_variable() -> None:
     with pytest.raises(ConfigurationError, match="BROKER_URL: the broker must be Redis or RabbitMQ"):
         load_settings(broker_url="kafka://127.0.0.1:9092")
+
+
+def test_tiktoken_counts_are_remembered_unless_the_memo_is_off() -> None:
+    remembered = build_counter("tiktoken", load_settings(token_memo_entries=7))
+    assert isinstance(remembered, MemoCounter) and remembered.max_entries == 7
+    assert remembered.count(b'{"title":"a b"}') == remembered.count(b'{"title":"a b"}') > 0
+    assert remembered.entries() == 1
+    plain = build_counter("tiktoken", load_settings(token_memo_entries=0))
+    assert isinstance(plain, TiktokenCounter)
+    assert plain.count(b'{"title":"a b"}') == remembered.count(b'{"title":"a b"}')
+    assert isinstance(build_counter("chars", load_settings()), CharsCounter)
+
+
+def test_a_negative_memo_size_names_the_variable() -> None:
+    with pytest.raises(ConfigurationError, match="GRAPHRAG_TOKEN_MEMO_ENTRIES"):
+        load_settings(token_memo_entries=-1)

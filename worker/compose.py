@@ -14,6 +14,7 @@ from typing import Any
 
 from graphrag import (
     CharsCounter,
+    MemoCounter,
     OnePerNoteCounter,
     StrategyParams,
     TiktokenCounter,
@@ -47,12 +48,15 @@ def wall_ms() -> int:
 
 
 def build_counter(name: str, settings: Settings) -> TokenCounter:
-    """The token counter called ``name``; tiktoken's file is loaded offline and hash-checked."""
+    """The token counter called ``name``; tiktoken's file is loaded offline and hash-checked, and
+    its counts are remembered (``GRAPHRAG_TOKEN_MEMO_ENTRIES``; the others cost less than a lookup)."""
     if name == "chars":
         return CharsCounter()
     if name == "one-per-note":
         return OnePerNoteCounter()
-    return TiktokenCounter(load_cl100k(settings.tiktoken_file).encode_ordinary)
+    counter = TiktokenCounter(load_cl100k(settings.tiktoken_file).encode_ordinary)
+    entries = settings.token_memo_entries
+    return MemoCounter(counter, entries) if entries else counter
 
 
 def build_source(settings: Settings) -> NoteSource:

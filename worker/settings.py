@@ -40,6 +40,8 @@ class Settings(BaseSettings):
     strategy: str | None = None
     token_counter: Literal["tiktoken", "chars", "one-per-note"] = "tiktoken"
     tiktoken_file: Path | None = None
+    #: tiktoken counts remembered per exact note JSON, per worker process (0: none; graphrag.tokens).
+    token_memo_entries: int = Field(default=100_000, ge=0, le=10_000_000)
     max_token_limit: int = Field(default=5000, ge=1, le=1_000_000)
     seeds: Annotated[tuple[int, ...], NoDecode] = (0,)
     in_chunk: int = Field(default=100, ge=1, le=1000)

@@ -109,7 +109,9 @@ def ensure_database(bench: Bench, size: int) -> str:
 def open_graph(bench: Bench, size: int) -> Graph:
     url = ensure_database(bench, size)
     engine = open_engine(url)
-    wiring = Wiring(bench.settings(size, "main"), redis_client=bench.client)
+    # No token memo in the shared service: each section measures a first sight of its notes.
+    settings = bench.settings(size, "main").model_copy(update={"token_memo_entries": 0})
+    wiring = Wiring(settings, redis_client=bench.client)
     s = wiring.settings
     wiring.source = open_source(engine, s.schema_name, in_chunk=s.in_chunk)
     return Graph(size, url, engine, wiring, wiring.source.live_ids_after(0, size + 1))

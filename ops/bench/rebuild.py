@@ -7,7 +7,9 @@ The *baseline* runs the same algorithm and the same writes with one focus per ba
 ``Doughnut2025(engine, in_chunk=1)``: one note and one relation list per statement, the lazy-ORM
 pattern. Both run on the graph's one engine, so :func:`storage.database.counted_statements` counts
 exactly the statements of the rebuild being timed. Each strategy is warmed up on a page of its own
-first (compiled statement caches, the tokenizer's memo).
+first (compiled statement caches). The shared service counts tokens without a memo, so every
+figure above is what a process pays the first time it sees the notes; :func:`memo_rebuilds` measures
+apart what a worker's token memo (``GRAPHRAG_TOKEN_MEMO_ENTRIES``, on by default) saves when it has.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from graphrag import MemoCounter
 from ops.bench.graph import Graph, wiring_for
 from ops.bench.plan import PAGE, STRATEGIES, Bench, ratio, say
 from service.carry import Carry
@@ -23,8 +26,9 @@ from service.rebuild import RebuildReport, rebuild
 from storage.database import StatementTally, counted_statements
 from storage.profiles.doughnut_2025 import Doughnut2025
 from worker.compose import wall_ms
+from worker.settings import Settings
 
-__all__ = ["baseline_rebuild", "figures", "rebuild_section", "timed_rebuild"]
+__all__ = ["baseline_rebuild", "figures", "memo_rebuilds", "rebuild_section", "timed_rebuild"]
 
 
 def figures(report: RebuildReport, sql: StatementTally, notes: int) -> dict[str, Any]:
@@ -66,6 +70,23 @@ def baseline_rebuild(bench: Bench, graph: Graph, ids: Sequence[int], strategy: s
     return figures(report, sql, len(ids))
 
 
+def memo_rebuilds(bench: Bench, graph: Graph, foci: Sequence[int]) -> dict[str, Any]:
+    """The wavefront rebuild of ``foci`` twice through one token memo: the first pass fills it, the
+    second reads every row afresh (a new workspace) and finds every count, as a worker's drain does
+    after an edit or its next nightly run."""
+    shared, wirings = graph.service, [wiring_for(bench, graph, f"memo-{n}") for n in (1, 2)]
+    memo = MemoCounter(shared.counter, Settings.model_fields["token_memo_entries"].default)
+    passes = []
+    for wiring in wirings:
+        wiring.service = ContextService(shared.store, memo, shared.params)
+        with counted_statements(graph.engine) as sql:
+            passes.append(figures(wiring.rebuild(foci), sql, len(foci))["snapshots_per_s"])
+    say(f"rebuild wavefront through a token memo: {passes[0]:.0f} snapshots/s filling it, "
+        f"{passes[1]:.0f} snapshots/s once it holds the notes ({memo.entries():,} counts)")
+    return {"first_pass_snapshots_per_s": passes[0], "second_pass_snapshots_per_s": passes[1],
+            "speedup": ratio(passes[1], passes[0]), "entries": memo.entries()}
+
+
 def _compare(batched: dict[str, Any], baseline: dict[str, Any]) -> dict[str, Any]:
     return {"batched": batched, "baseline": baseline,
             "sql_ratio": ratio(baseline["sql_per_snapshot"], batched["sql_per_snapshot"]),
@@ -88,6 +109,7 @@ def rebuild_section(bench: Bench, graph: Graph, foci: list[int]) -> dict[str, An
     """Per strategy, batched against baseline; the top-level keys are wavefront's. The wavefront
     snapshots stay under ``<base>:main`` for the memory, reader and invalidation sections."""
     by = {strategy: _strategy(bench, graph, foci, strategy) for strategy in STRATEGIES}
+    by["wavefront"]["memo"] = memo_rebuilds(bench, graph, foci)
     main = by["wavefront"]
     return {"snapshots_per_s": main["batched"]["snapshots_per_s"],
             "sql_per_snapshot": main["batched"]["sql_per_snapshot"],

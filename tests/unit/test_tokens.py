@@ -8,7 +8,17 @@ from math import ceil
 
 import pytest
 
-from graphrag import CharsCounter, InvalidParameter, OnePerNoteCounter, Request, TiktokenCounter
+from graphrag import (
+    CharsCounter,
+    ConfigurationError,
+    InvalidParameter,
+    MemoCounter,
+    OnePerNoteCounter,
+    Request,
+    StrategyParams,
+    TiktokenCounter,
+    config_hash,
+)
 from tests.support import Graph, compute
 from tests.unit.helpers import doc
 
@@ -127,6 +137,58 @@ def test_tiktoken_counter_counts_encode_ordinary_of_the_json_text() -> None:
     assert counter.count(payload) == 2
     assert seen == [payload.decode()]
     assert counter.name == "tiktoken"
+
+
+class Tally:
+    """A counter that counts its calls: one token per comma-separated part."""
+
+    name = "tally"
+
+    def __init__(self) -> None:
+        self.calls: list[bytes] = []
+
+    def count(self, note_json: bytes) -> int:
+        self.calls.append(note_json)
+        return len(note_json.split(b","))
+
+
+def test_memo_counter_asks_its_counter_once_per_distinct_bytes() -> None:
+    inner = Tally()
+    memo = MemoCounter(inner, max_entries=10)
+    texts = [b"a,b", b"a,b,c", "日本,x".encode(), b"a,b", b"", b"a,b,c"]
+    assert [memo.count(t) for t in texts] == [Tally().count(t) for t in texts]
+    assert inner.calls == [b"a,b", b"a,b,c", "日本,x".encode(), b""]
+    assert memo.entries() == 4
+
+
+def test_memo_counter_forgets_the_least_recently_used_beyond_its_size() -> None:
+    inner = Tally()
+    memo = MemoCounter(inner, max_entries=2)
+    for text in (b"1", b"2", b"1", b"3", b"1", b"2"):
+        memo.count(text)
+    assert inner.calls == [b"1", b"2", b"3", b"2"]  # b"2" was the least recently used when b"3" came
+    assert memo.entries() == 2
+
+
+def test_memo_counter_keeps_the_counters_name_so_snapshots_keep_their_config_hash() -> None:
+    memo = MemoCounter(TiktokenCounter(lambda text: [0]), max_entries=5)
+    assert memo.name == "tiktoken"
+    params = StrategyParams()
+    assert config_hash("wavefront", params, memo.name) == config_hash("wavefront", params, "tiktoken")
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_a_memo_too_small_for_the_context_gives_the_same_context(strategy: str) -> None:
+    memo = MemoCounter(Tally(), max_entries=3)
+    plain = compute(hub(), 10, strategy, token_limit=60, counter=Tally())
+    assert len(plain.picks) > 3
+    assert compute(hub(), 10, strategy, token_limit=60, counter=memo).to_json() == plain.to_json()
+    assert memo.entries() == 3
+
+
+def test_a_memo_of_no_entries_is_refused() -> None:
+    with pytest.raises(ConfigurationError, match="at least 1 entry, not 0"):
+        MemoCounter(Tally(), max_entries=0)
 
 
 @pytest.mark.parametrize("limit", [-1, 1_000_001])
