@@ -309,16 +309,38 @@ class SnapshotReader:
         return result, computed.view
 
     def _write_back(self, envelope: Envelope, seq: int | None) -> None:
-        """CAS-write; then, like a rebuild, redo the focus if an edit raced the computation."""
+        """CAS-write; then, like a rebuild, redo the focus if an edit raced the computation: it is
+        outdated at once (the next read computes again) and put back for a drain."""
         try:
             if not self.store.write_many([envelope])[0]:
                 self.metrics.cas_rejections.inc()
                 return
-            # outdated at once (the next read computes again), and redone by a drain
-            if seq is None or raced(self.store, [envelope], seq):
-                self.store.bump_generations([envelope.note_id])
-                if self.on_raced is not None:
-                    self.on_raced(envelope.note_id)
         except CacheUnavailable as err:
-            self.metrics.redis_errors.inc()
-            log.warning("could not write back note %s: %s", envelope.note_id, err)
+            self._redis_error("could not write back note %s: %s", envelope.note_id, err)
+            return
+        if seq is None or self._raced(envelope, seq):
+            self._outdate(envelope.note_id)
+
+    def _raced(self, envelope: Envelope, seq: int) -> bool:
+        """Whether an edit raced the computation; a check Redis did not answer counts as raced,
+        since the snapshot now written may show what such an edit changed."""
+        try:
+            return bool(raced(self.store, [envelope], seq))
+        except CacheUnavailable as err:
+            self._redis_error("could not check note %s for a racing edit: %s", envelope.note_id, err)
+            return True
+
+    def _outdate(self, note_id: int) -> None:
+        try:
+            self.store.bump_generations([note_id])
+        except CacheUnavailable as err:  # still put back: a drain rewrites it once Redis answers
+            self._redis_error("could not outdate note %s: %s", note_id, err)
+        try:
+            if self.on_raced is not None:
+                self.on_raced(note_id)
+        except CacheUnavailable as err:
+            self._redis_error("could not put note %s back for a rebuild: %s", note_id, err)
+
+    def _redis_error(self, message: str, note_id: int, err: CacheUnavailable) -> None:
+        self.metrics.redis_errors.inc()
+        log.warning(message, note_id, err)

@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 from graphrag import CharsCounter, NoteNotFound, Request, StrategyParams
-from graphrag.errors import Unavailable
+from graphrag.errors import CacheUnavailable, Unavailable
 from service.context import ContextService
 from service.envelope import Fact, SnapshotKey, decode_envelope
 from service.events import NoteEvent, outdate_shown
@@ -180,3 +180,38 @@ def test_a_write_back_that_raced_an_edit_is_outdated_at_once_and_put_back(
     written = decode_envelope(raw)
     assert written is not None and written.generation < counter
     assert reader(world).get(10, seed=0).source == "live"  # computed again, not served
+
+
+class _Unanswered:
+    """The world's cache, but Redis stops answering the calls named in ``failing`` (after the
+    snapshot's write went through)."""
+
+    def __init__(self, cache: Any, failing: set[str]) -> None:
+        self.cache, self.failing = cache, failing
+
+    def __getattr__(self, name: str) -> Any:
+        if name in self.failing:
+            def refused(*args: Any, **kwargs: Any) -> Any:
+                raise CacheUnavailable(f"{name}: connection reset")
+            return refused
+        return getattr(self.cache, name)
+
+
+@pytest.mark.parametrize("failing", [{"touched_since"}, {"touched_since", "bump_generations"}],
+                         ids=["race-check", "race-check-and-outdating"])
+def test_a_write_back_whose_race_check_goes_unanswered_counts_as_raced(
+    world: World, failing: set[str],
+) -> None:
+    """Whether an edit raced the computation is unknown, so the snapshot just written is outdated
+    (where Redis still takes it) and put back for a drain: never left to serve what it may miss."""
+    put_back: list[int] = []
+    config = ReaderConfig(strategies=STRATEGIES, seeds=SEEDS, max_token_limit=MAX_LIMIT,
+                          layered_limits=LAYERED_LIMITS)
+    flaky = SnapshotReader(world.service, _Unanswered(world.cache, failing),  # type: ignore[arg-type]
+                           world.coordination, config, clock_ms=world.clock, on_raced=put_back.append)
+    assert flaky.get(10, seed=0).source == "live"
+    assert put_back == [10]
+    raw, counter = world.cache.read_current(SnapshotKey(10, "wavefront", 0))
+    written = decode_envelope(raw)
+    assert written is not None
+    assert (written.generation < counter) == ("bump_generations" not in failing)
