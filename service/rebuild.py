@@ -215,8 +215,8 @@ def _rebuild_batch(
             else:
                 envelopes.append(_envelope(result, computed.view, request, strategy,
                                            start.generations[focus], plan))
-    _store(store, plan, envelopes, missing, start.generations, tally)
-    redo = raced(store, envelopes, start.seq, missing)
+    written, removed = _store(store, plan, envelopes, missing, start.generations, tally)
+    redo = raced(store, written, start.seq, removed)
     if redo:  # what they just wrote may show an edited note's old text: outdated until redone
         store.bump_generations(redo)
     tally.requeue |= redo
@@ -236,16 +236,18 @@ def _envelope(outcome: Outcome, view: GraphView, request: Request, strategy: str
 
 
 def _store(store: SnapshotCache, plan: _Plan, envelopes: list[Envelope], missing: set[int],
-           generations: dict[int, int], tally: _Tally) -> None:
+           generations: dict[int, int], tally: _Tally) -> tuple[list[Envelope], set[int]]:
+    """Write and remove under compare-and-set; returns what went through. What was refused needs
+    no race check: its generation moved on, so whoever moved it outdated it and queued it again."""
     accepted = store.write_many(envelopes)
-    tally.count += sum(accepted)
-    tally.rejected += len(accepted) - sum(accepted)
-    for focus in sorted(missing):
-        removed = store.delete_focus(focus, plan.keys(focus), generation=generations[focus])
-        if removed:
-            tally.deleted.add(focus)
-        else:
-            tally.rejected += 1
+    written = [env for env, ok in zip(envelopes, accepted, strict=True) if ok]
+    tally.count += len(written)
+    tally.rejected += len(envelopes) - len(written)
+    removed = {f for f in sorted(missing)
+               if store.delete_focus(f, plan.keys(f), generation=generations[f])}
+    tally.deleted |= removed
+    tally.rejected += len(missing) - len(removed)
+    return written, removed
 
 
 def raced(store: SnapshotCache, envelopes: list[Envelope], seq: int,

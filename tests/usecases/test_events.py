@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import orjson
 import pytest
 
@@ -97,3 +99,34 @@ def test_an_edits_children_and_referring_links_are_urgent_unless_it_is_a_hub(
     urgent, hub_affected = affected_foci([NoteEvent("note.updated", 10)], world.source, world.cache,
                                          sibling_radius=radius)
     assert not close & urgent and hub_affected == affected  # the same work, only later
+
+
+class _EditedBeforeTheWrite:
+    """The world's cache, where an edit of ``note`` and its event land between a rebuild's
+    computation and its write."""
+
+    def __init__(self, world: World, note: int) -> None:
+        self.world, self.note, self.done = world, note, False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.world.cache, name)
+
+    def write_many(self, envelopes: Any) -> list[bool]:
+        if not self.done:
+            self.done = True
+            self.world.edit(self.note, title="Kitty")
+            self.world.events(NoteEvent("note.updated", self.note))
+        return self.world.cache.write_many(envelopes)
+
+
+def test_a_write_refused_after_an_edit_is_left_to_the_edit_s_event(world: World) -> None:
+    """The event outdated the focus and queued it, so the refused write is neither outdated again
+    nor put back by the rebuild; a drain then shows the new title."""
+    world.rebuild(live(world))
+    racing = _EditedBeforeTheWrite(world, 10)
+    report = world.rebuild([10], store=racing)  # type: ignore[arg-type]
+    assert report.count == 0 and report.requeue == set()
+    after_event = world.cache.generations([10])[10]
+    assert world.dirty.size() > 0 and shows(world, 10, '"Cat"')  # outdated, queued, not yet redone
+    world.rebuild([i for i, _ in world.dirty.take(10_000)])
+    assert shows(world, 10, '"Kitty"') and world.cache.generations([10])[10] == after_event
