@@ -39,7 +39,8 @@ from storage.sample import SAMPLE_FOCUS_IDS
 from tests.redis.readers import SqlCounter, free_port, real_redis, redis_url, snapshot_of, unique_prefix
 from tests.wiring import build_reader, build_service, build_snapshot_store
 from worker.compose import wall_ms
-from worker.mcp_server import ReaderContext, build_server
+from worker.mcp_server import build_server
+from worker.mcp_source import ReaderContext
 from worker.server import build_http_app
 from worker.settings import Settings, load_settings
 

@@ -24,7 +24,7 @@ from sqlalchemy import create_engine, func, select
 from storage.profiles.tables_2026 import note, note_wiki_title_cache
 from tests.redis.readers import free_port, real_redis, redis_url, unique_prefix
 from tests.test_mcp import GRAPHRAG, ROOT, TOKEN, _wait_listening, over_http, run, source_of, text_of
-from worker.mcp_server import TEXTS_2026
+from worker.mcp_texts import TEXTS_2026
 from worker.server import build_http_app
 from worker.settings import load_settings
 

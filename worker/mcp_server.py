@@ -22,6 +22,10 @@ Transports: stdio (stdout carries only protocol messages; every log goes to stde
 at ``/mcp`` (stateless, JSON responses) behind ``Authorization: Bearer <GRAPHRAG_READER_TOKEN>``,
 compared in constant time: 401 on every path without it. The server is the SDK's low-level ``Server``,
 so its tool list is written out exactly, not derived from Python signatures.
+
+This module holds the server itself (arguments, tool list, results, calls) and the ``graphrag mcp``
+process; what the tools read through is :mod:`worker.mcp_source`, the texts agents see
+:mod:`worker.mcp_texts`, and the HTTP transport's gate :mod:`worker.mcp_http`.
 """
 
 from __future__ import annotations
@@ -29,15 +33,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
-import hashlib
-import hmac
 import logging
 import math
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any, Protocol
+from typing import Any
 
 import anyio
 import anyio.to_thread
@@ -49,182 +50,21 @@ from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
-from starlette.types import ASGIApp, Receive, Scope, Send
 
-from graphrag import GraphRagError, InvalidParameter, get_strategy
+from graphrag import GraphRagError, InvalidParameter
 from graphrag.errors import ConfigurationError
 from worker.compose import Wiring
+from worker.mcp_http import http_app
+from worker.mcp_source import Answer, ContextSource, ReaderContext
+from worker.mcp_texts import NOTE_ID_DESCRIPTION, TEXTS_2025, TEXTS_2026, ToolTexts, texts_for
 from worker.refresh import BackgroundRefresher
 from worker.settings import load_settings
 
-__all__ = [
-    "AGE_META", "SOURCE_META", "TEXTS_2025", "TEXTS_2026", "Answer", "BearerGate", "ContextSource",
-    "GraphReader", "ReaderContext", "Rendered", "ToolTexts", "build_server", "http_app", "main",
-    "texts_for",
-]
+__all__ = ["AGE_META", "SOURCE_META", "build_server", "main"]
 
 log = logging.getLogger("graphrag.mcp")
 SOURCE_META = "graphrag/source"
 AGE_META = "graphrag/ageSeconds"
-MCP_PATH = "/mcp"
-
-
-# -- what the server reads through ---------------------------------------------------------------
-class Answer(Protocol):
-    """A body and where it came from (the reader's ``Served`` is one)."""
-
-    @property
-    def body(self) -> bytes: ...
-    @property
-    def source(self) -> str: ...
-    @property
-    def age_s(self) -> float: ...
-
-
-class ContextSource(Protocol):
-    """What the tools call. Raises NoteNotFound, InvalidParameter or another GraphRagError (e.g. the
-    reader's Unavailable); may block (SQL, Redis), so the server calls it on a worker thread."""
-
-    def graph(self, note_id: int, token_limit: int) -> Answer: ...
-    def markdown(self, note_id: int, token_limit: int) -> Answer: ...
-
-
-class GraphReader(Protocol):
-    """The part of :class:`service.reader.SnapshotReader` :class:`ReaderContext` uses."""
-
-    def get(self, note_id: int, *, token_limit: int | None = None, seed: int | None = None,
-            strategy: str | None = None, fmt: str = "json") -> Any: ...
-
-
-@dataclass(frozen=True, slots=True)
-class Rendered:
-    """A rendered body (UTF-8 markdown) with the source and age of the snapshot it came from."""
-
-    body: bytes
-    source: str
-    age_s: float
-
-
-class ReaderContext:
-    """The ContextSource over the snapshot reader, for one strategy (``None``: the reader's default,
-    the first kept for the database's layout). Both tools are the reader's answers: the JSON bytes
-    the HTTP reader serves, and the markdown ``GET /notes/{id}/context.md`` serves (rendered from the
-    snapshot, so a cache hit runs no SQL)."""
-
-    def __init__(self, reader: GraphReader, strategy: str | None = None) -> None:
-        self.reader, self.strategy = reader, strategy
-
-    def graph(self, note_id: int, token_limit: int) -> Answer:
-        served: Answer = self.reader.get(note_id, token_limit=token_limit, strategy=self.strategy)
-        return served
-
-    def markdown(self, note_id: int, token_limit: int) -> Answer:
-        served = self.reader.get(note_id, token_limit=token_limit, strategy=self.strategy,
-                                 fmt="markdown")
-        return Rendered((served.text or "").encode("utf-8"), served.source, served.age_s)
-
-
-# -- what agents see -----------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class ToolTexts:
-    """Doughnut's texts of one era: tool description, tokenLimit description, backend-error prefix."""
-
-    graph_description: str
-    token_limit_description: str
-    retrieval_error: str
-    markdown_description: str
-
-
-NOTE_ID_DESCRIPTION = ("Numeric ID of the note to explore. Obtain this from 'find_most_relevant_note' "
-                       "results or user-provided ID.")
-
-MARKDOWN_DESCRIPTION = """\
-Retrieves the same context as 'get_note_graph' as markdown to read rather than JSON to parse: the focus \
-note (title, or subject, predicate and object for a link note; its contextual path, children, siblings, \
-inbound references and details), then the related notes in ranking order, most relevant first, each \
-with its relation to the focus note (e.g. "Younger sibling (YoungerSibling)") and its details. Details \
-are in fenced blocks; titles are quoted like JSON strings.
-
-Obtain the note ID and choose the token limit as for 'get_note_graph': the same notes are selected \
-(the budget is counted on their JSON, so the markdown is somewhat longer)."""
-
-MARKDOWN_DESCRIPTION_2026 = """\
-Retrieves the same focus context as 'get_note_graph' as the markdown Doughnut gives its own AI \
-assistant: a <focus_context> block with the focus note (title, notebook, folder path, its outgoing \
-links, inbound references and a sample of folder peers, and its content), then the related notes \
-(each with its depth and the retrieval path of wiki links that reached it) and their content in \
-fenced blocks.
-
-Obtain the note ID and choose the token limit as for 'get_note_graph': the same notes are selected."""
-
-
-#: Doughnut's texts while its ``/graph`` answered the GraphRAGResult this service computes (the tool
-#: as of commit 38a7de7fbe, the last before FocusContext replaced GraphRAG).
-TEXTS_2025 = ToolTexts(
-    graph_description='''Retrieves the note graph - a specific note along with its surrounding context and relationships.
-
-What This Returns:
-- Focus note: The requested note with full details
-- Parent notes: Hierarchical path showing where this note sits in the knowledge structure
-- Child notes: Direct sub-notes under this note
-- Sibling notes: Other notes at the same level
-- Related notes: Semantically connected notes from other parts of the knowledge base
-
-Use Cases:
-- Understanding note context and position in knowledge hierarchy
-- Finding related information after a search
-- Exploring knowledge connections and discovering new insights
-- Building comprehensive understanding of a topic
-
-You MUST obtain a valid note ID first using 'find_most_relevant_note' unless the user explicitly provides a numeric note ID.
-You MUST provide a valid token limit to ensure the response fits within constraints alongside with the note ID. Your choice of the limit should consider the currently available context window. Example of a valid token limits:
-1. If the note is short and the context window is large, you might set a higher token limit (e.g., 5000 tokens).
-2. If the note is long or the context window is small, you might need to set a lower token limit (e.g., 500 tokens).
-
-Navigation Pattern:
-1. Use 'find_most_relevant_note' to find relevant notes
-2. Extract note ID from search results
-3. Use this tool to explore relationships and context
-4. Follow related notes for deeper exploration''',  # noqa: E501
-    token_limit_description=(
-        "A valid token limit to ensure the response fits within constraints alongside with the note ID. "
-        "Your choice of the limit should consider the currently available context window."
-    ),
-    retrieval_error="Graph retrieval error",
-    markdown_description=MARKDOWN_DESCRIPTION,
-)
-
-#: Doughnut's texts at commit b2c0268c09, describing its FocusContext JSON (the wiki model).
-TEXTS_2026 = ToolTexts(
-    graph_description='''Retrieves structured **focus context** for one note: the focus note plus related notes discovered through wiki links, inbound references, and sampled folder peers.
-
-What this returns (JSON):
-- **focusNote** — The requested note (depth 0) with title, notebook, folder path, truncated **content** when needed, and lightweight lists: **outgoingLinks** and **inboundReferences** (wiki-style link strings), plus **sampleSiblings** (a small capped sample of peers in the same folder or notebook root).
-- **relatedNotes** — Notes reached within the post-focus share of the combined token budget and max traversal depth. Each entry includes **depth**, **retrievalPath** (how the note was reached from the focus), and truncated **content** when needed.
-
-Use cases:
-- Inspect how a note connects to the rest of the notebook before answering questions about it.
-- After search, pull bounded context around a candidate note without loading the whole notebook.
-
-You MUST obtain a valid note ID first using 'find_most_relevant_note' unless the user explicitly provides a numeric note ID.
-You MUST provide a valid token limit (combined budget for focus plus related note bodies). Example choices:
-1. Short focus note and a large context window → higher limit (e.g., 5000).
-2. Long focus note or a small context window → lower limit (e.g., 500); a large focus body consumes budget before related notes are included.
-
-Navigation pattern:
-1. Use 'find_most_relevant_note' to find relevant notes
-2. Extract note ID from search results
-3. Use this tool to load focus context around that note
-4. Follow **outgoingLinks** / **relatedNotes** titles for deeper exploration if needed''',  # noqa: E501
-    token_limit_description=(
-        "Approximate token budget for the focus note body plus all related note bodies combined. "
-        "Pick a value that fits your remaining context window."
-    ),
-    retrieval_error="Focus context retrieval error",
-    markdown_description=MARKDOWN_DESCRIPTION_2026,
-)
-
-
 
 
 class _Refused(Exception):
@@ -362,48 +202,13 @@ async def _call(fetch: Callable[[int, int], Answer], arguments: Mapping[str, Any
     return _answer_result(answer)
 
 
-# -- transports ----------------------------------------------------------------------------------
-class BearerGate:
-    """Pure ASGI: every HTTP request needs ``Authorization: Bearer <token>``, compared in constant time
-    (as digests, so not even the length leaks); otherwise 401 with ``WWW-Authenticate: Bearer``."""
-
-    def __init__(self, app: ASGIApp, *, token: str) -> None:
-        if not token:
-            raise ValueError("the bearer token must not be empty")
-        self.app, self.expected = app, hashlib.sha256(f"Bearer {token}".encode()).digest()
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        given = dict(scope.get("headers") or ()).get(b"authorization", b"")
-        if scope["type"] == "lifespan" or hmac.compare_digest(hashlib.sha256(given).digest(),
-                                                             self.expected):
-            await self.app(scope, receive, send)
-            return
-        if scope["type"] != "http":
-            return  # a websocket: close without accepting
-        body = b'{"error":"missing or wrong bearer token"}'
-        await send({"type": "http.response.start", "status": 401, "headers": [
-            (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-            (b"www-authenticate", b"Bearer")]})
-        await send({"type": "http.response.body", "body": body})
-
-
-def http_app(server: Server[Any], *, token: str, host: str = "127.0.0.1") -> ASGIApp:
-    """Streamable HTTP at ``/mcp`` behind the bearer token. Stateless with JSON responses: every
-    request stands alone, so several replicas can share one address."""
-    app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host, stateless_http=True,
-                                     json_response=True)
-    return BearerGate(app, token=token)
-
-
+# -- transports (streamable HTTP: worker.mcp_http) -----------------------------------------------
 async def _serve_stdio(server: Server[Any]) -> None:
     async with stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
 # -- the process ---------------------------------------------------------------------------------
-def texts_for(strategy: str) -> ToolTexts:
-    """Doughnut's texts of the era whose JSON ``strategy`` computes."""
-    return TEXTS_2026 if get_strategy(strategy).model == "wiki" else TEXTS_2025
 
 
 def _wire(transport: str) -> tuple[ContextSource, Callable[[], ToolTexts], str, Callable[[], None]]:
