@@ -15,7 +15,8 @@ Two sides (docs/architecture.md):
 Every implementation raises only the service's own errors (``graphrag.errors``): a driver error is
 translated at the seam with ``raise ... from``, so no redis-py or SQLAlchemy type or exception ever
 reaches a use case. Implementations: SQL profiles and Redis adapters in ``storage``, in-memory
-ones in ``storage.memory`` (fast tests, and the same contract suites run against all of them).
+ones in ``storage.memory`` and ``storage.memory_cache`` (fast tests, and the same contract suites run
+against all of them).
 """
 
 from __future__ import annotations

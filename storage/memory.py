@@ -6,29 +6,29 @@ stored snapshots show, hybrid-clock generations that keep increasing after a cou
 on every key but the edit sequence, locks that expire. One :class:`MemoryState` holds everything
 (as one Redis would) behind one mutex, so every operation is atomic as a Lua script is; its
 ``down`` switch makes every call raise ``CacheUnavailable`` (an unreachable Redis).
+
+This module holds the state and the small ports (the dirty set, coordination, the progress log,
+change capture's position); the snapshot cache, which keeps most of those promises, is
+:class:`storage.memory_cache.MemoryCache`.
 """
 
 from __future__ import annotations
 
-import random
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from graphrag.errors import CacheUnavailable
-from service.envelope import Envelope, Fact, SnapshotKey
+from service.envelope import Fact, SnapshotKey
 
 __all__ = [
-    "MemoryCache",
     "MemoryCoordination",
     "MemoryDirtySet",
     "MemoryPositions",
     "MemoryProgress",
     "MemoryState",
 ]
-
-_INDEX_TTL_MARGIN_MS = 60_000
 
 
 def _wall_ms() -> int:
@@ -66,150 +66,6 @@ class MemoryState:
         """Microseconds that never repeat (the role of Redis's TIME in generation bumps)."""
         self.last_us = max(self.clock_ms() * 1000, self.last_us + 1)
         return self.last_us
-
-
-class MemoryCache:
-    """:class:`service.ports.SnapshotCache` in memory."""
-
-    def __init__(self, state: MemoryState | None = None, *, soft_ttl_s: int = 86_400,
-                 hard_ttl_s: int = 7 * 86_400, touched_ttl_s: int = 86_400) -> None:
-        if not 0 < soft_ttl_s <= hard_ttl_s:
-            raise ValueError("TTLs must satisfy 0 < soft_ttl_s <= hard_ttl_s")
-        self.state = state or MemoryState()
-        self.soft_ttl_s, self.hard_ttl_s, self.touched_ttl_s = soft_ttl_s, hard_ttl_s, touched_ttl_s
-
-    def _until(self, ttl_ms: int) -> int:
-        return self.state.clock_ms() + ttl_ms
-
-    # -- reads ----------------------------------------------------------------------------------
-    def read(self, key: SnapshotKey) -> bytes | None:
-        with self.state.lock:
-            self.state.check()
-            entry = self.state.snapshots.get(key)
-            return entry[0] if self.state.live(entry) and entry is not None else None
-
-    def read_current(self, key: SnapshotKey) -> tuple[bytes | None, int]:
-        with self.state.lock:
-            return self.read(key), self._generation(key.note_id)
-
-    def ping(self) -> None:
-        self.state.check()
-
-    def sample(self, count: int, rng: random.Random) -> list[bytes]:
-        with self.state.lock:
-            self.state.check()
-            now = self.state.clock_ms()
-            values = [value for value, expires in self.state.snapshots.values() if expires > now]
-        return rng.sample(values, min(count, len(values)))
-
-    def dependents(self, note_ids: Iterable[Fact]) -> set[int]:
-        with self.state.lock:
-            self.state.check()
-            return set().union(*(self.state.deps.get(i, set()) for i in note_ids))
-
-    def shown_by(self, focus_ids: Iterable[int]) -> dict[int, set[Fact]]:
-        with self.state.lock:
-            self.state.check()
-            return {f: set().union(*self.state.shows.get(f, {}).values()) for f in focus_ids}
-
-    # -- generations and stamps -----------------------------------------------------------------
-    def generations(self, note_ids: Iterable[int]) -> dict[int, int]:
-        with self.state.lock:
-            self.state.check()
-            return {i: self._generation(i) for i in note_ids}
-
-    def _generation(self, note_id: int) -> int:
-        entry = self.state.generations.get(note_id)
-        return entry[0] if entry is not None and self.state.live(entry) else 0
-
-    def bump_generations(self, note_ids: Iterable[int]) -> dict[int, int]:
-        with self.state.lock:
-            self.state.check()
-            out = {}
-            for i in dict.fromkeys(note_ids):
-                out[i] = max(self._generation(i) + 1, self.state.now_us())
-                self.state.generations[i] = (out[i], self._until(self._index_ttl_ms()))
-            return out
-
-    def _index_ttl_ms(self) -> int:
-        return self.hard_ttl_s * 1000 + _INDEX_TTL_MARGIN_MS
-
-    def current_seq(self) -> int:
-        with self.state.lock:
-            self.state.check()
-            return self.state.seq or self._take_seq()  # missing: the next number, as on Redis
-
-    def stamp_touched(self, note_ids: Iterable[Fact]) -> int:
-        with self.state.lock:
-            self.state.check()
-            self._take_seq()
-            for i in note_ids:
-                if self._stamp(i) < self.state.seq:
-                    self.state.touched[i] = (self.state.seq, self._until(self.touched_ttl_s * 1000))
-            return self.state.seq
-
-    def _take_seq(self) -> int:
-        """The next edit sequence number (the lock held), as BUMP_LUA on Redis."""
-        self.state.seq = max(self.state.seq + 1, self.state.now_us())
-        return self.state.seq
-
-    def _stamp(self, note_id: Fact) -> int:
-        entry = self.state.touched.get(note_id)
-        return entry[0] if entry is not None and self.state.live(entry) else 0
-
-    def touched_since(self, note_ids: Iterable[Fact], seq: int) -> set[Fact]:
-        with self.state.lock:
-            self.state.check()
-            return {i for i in note_ids if self._stamp(i) > seq}
-
-    # -- writes ---------------------------------------------------------------------------------
-    def write_many(self, envelopes: Sequence[Envelope]) -> list[bool]:
-        with self.state.lock:
-            self.state.check()
-            return [self._write(env) for env in envelopes]
-
-    def _write(self, env: Envelope) -> bool:
-        focus, key = env.note_id, env.key
-        accepted = env.generation >= self._generation(focus)
-        shows = self.state.shows.setdefault(focus, {})
-        before = set().union(*shows.values())
-        for stored in [k for k in shows if not self.state.live(self.state.snapshots.get(k))]:
-            del shows[stored]
-        if accepted:
-            self.state.snapshots[key] = (env.encode(), self._until(self.hard_ttl_s * 1000))
-            shows[key] = frozenset(env.depends_on)
-            self._extend_generation(focus)
-        self._reindex(focus, before | set(env.depends_on))
-        return accepted
-
-    def _extend_generation(self, focus: int) -> None:
-        entry = self.state.generations.get(focus)
-        if entry is not None and self.state.live(entry):
-            self.state.generations[focus] = (entry[0], self._until(self._index_ttl_ms()))
-
-    def _reindex(self, focus: int, candidates: set[Fact]) -> None:
-        """Make ``dep:X`` hold ``focus`` exactly for the candidates its snapshots still show."""
-        shown = set().union(*self.state.shows.get(focus, {}).values())
-        for x in candidates:
-            foci = self.state.deps.setdefault(x, set())
-            if x in shown:
-                foci.add(focus)
-            else:
-                foci.discard(focus)
-                if not foci:
-                    del self.state.deps[x]
-
-    def delete_focus(self, note_id: int, keys: Iterable[SnapshotKey] = (), *,
-                     generation: int | None = None) -> bool:
-        with self.state.lock:
-            self.state.check()
-            if generation is not None and generation < self._generation(note_id):
-                return False
-            shows = self.state.shows.pop(note_id, {})
-            for key in [*shows, *(k for k in keys if k.note_id == note_id)]:
-                self.state.snapshots.pop(key, None)
-            self._reindex(note_id, set().union(*shows.values()))
-            return True
 
 
 class MemoryDirtySet:

@@ -18,13 +18,13 @@ import pytest
 
 from service.envelope import SnapshotKey, decode_envelope
 from storage.memory import (
-    MemoryCache,
     MemoryCoordination,
     MemoryDirtySet,
     MemoryPositions,
     MemoryProgress,
     MemoryState,
 )
+from storage.memory_cache import MemoryCache
 from storage.redis.cache import RedisCache
 from storage.redis.client import build_client, delete_prefix
 from storage.redis.coordination import RedisCoordination

@@ -21,7 +21,8 @@ from service.context import ContextService
 from service.events import NoteEvent, record_events, sibling_radius
 from service.ports import SnapshotCache
 from service.rebuild import RebuildReport, rebuild
-from storage.memory import MemoryCache, MemoryCoordination, MemoryDirtySet, MemoryState
+from storage.memory import MemoryCoordination, MemoryDirtySet, MemoryState
+from storage.memory_cache import MemoryCache
 from storage.memory_source import MemoryTree
 from tests.storage.graphs import hand_graph
 from tests.support import NOW_MS

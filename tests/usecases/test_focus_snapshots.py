@@ -28,7 +28,8 @@ from service.envelope import SnapshotKey, decode_envelope
 from service.events import NoteEvent, record_events
 from service.reader import ReaderConfig, SnapshotReader
 from service.rebuild import RebuildReport, rebuild
-from storage.memory import MemoryCache, MemoryCoordination, MemoryDirtySet, MemoryState
+from storage.memory import MemoryCoordination, MemoryDirtySet, MemoryState
+from storage.memory_cache import MemoryCache
 from storage.memory_wiki import MemoryWiki
 from tests.storage.wiki_rows import random_graph
 
