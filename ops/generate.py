@@ -17,12 +17,15 @@ target always has a lower id). The shape imitates a real Doughnut database:
 
 ``load(engine, notes, seed)`` creates the table if needed and bulk-inserts the rows; ``main()`` is the
 CLI: ``python -m ops.generate --db URL --notes 100000 --seed 0``.
+
+Phase 1, the structure (kinds, parents, link targets, notebooks, deletion stamps), is
+:class:`ops.tree_plan.Forest`; this module is phase 2, the rows (titles, details, times, orders), drawn
+from the same generator right after it, and the loader and CLI.
 """
 
 from __future__ import annotations
 
 import argparse
-import calendar
 import datetime as dt
 import itertools
 import json
@@ -36,6 +39,7 @@ from typing import Any
 from tqdm import tqdm
 
 from graphrag import GraphRagError, InvalidParameter
+from ops.tree_plan import SPAN_S, START, START_EPOCH_S, Forest, base_s
 from storage.database import Database, open_engine, reason
 from storage.profiles import admin_2025
 from storage.profiles.doughnut_2025 import Doughnut2025
@@ -43,15 +47,9 @@ from storage.records import TreeNote
 
 __all__ = ["TableNotEmpty", "generate", "load", "main"]
 
-END = dt.datetime(2026, 6, 30)
-START = END - dt.timedelta(days=5 * 365 + 1)
-_SPAN_S = int((END - START).total_seconds())
-_START_EPOCH_S = calendar.timegm(START.timetuple())
 _EPOCH = dt.datetime(1970, 1, 1)
-_END_MS = calendar.timegm(END.timetuple()) * 1000
 CHUNK = 5_000
 
-_PLAIN, _HEAD, _LINK, _MONSTER_CHILD = 0, 1, 2, 3
 _LABELS = (
     ":a part of", ":an example of", ":related to", ":opposite of", ":used in", ":a specialization of",
     ":similar to", ":an application of", ":an instance of", ":tagged by", ":an attribute of",
@@ -80,202 +78,6 @@ _EMOJI = ("🍩", "📚", "🧠", "✅", "🚀", "👍🏽", "👨‍👩‍👧
 
 class TableNotEmpty(GraphRagError):
     """The ``note`` table already holds rows; the generator only fills an empty one."""
-
-
-def _scaled(n: int, at_100k: int, slope: float) -> int:
-    """``at_100k`` at 100k notes, proportional below, growing by ``slope`` per note above."""
-    if n <= 100_000:
-        return at_100k * n // 100_000
-    return int(at_100k + (n - 100_000) * slope)
-
-
-def _monster_sizes(n: int) -> list[int]:
-    base = _scaled(n, 5_200, 0.005)
-    sizes = [base, base * 13 // 10] + ([base * 16 // 10] if n >= 500_000 else [])
-    return [s for s in sizes if s > 0]
-
-
-def _hub_sizes(n: int) -> list[int]:
-    base = _scaled(n, 1_150, 0.0012)
-    sizes = [base, base * 5 // 4, base * 3 // 2] + ([base * 2] if n >= 500_000 else [])
-    return [s for s in sizes if s > 0]
-
-
-def _capacity(rng: random.Random) -> int:
-    """Planned number of children: 40% leaves, the rest Pareto-distributed (power law)."""
-    if rng.random() < 0.4:
-        return 0
-    return min(int(rng.paretovariate(1.2)), 400)
-
-
-def _assign(rng: random.Random, owners: Sequence[int], sizes: Sequence[int],
-            candidates: list[int]) -> dict[int, int]:
-    """Map ``sum(sizes)`` members drawn from ``candidates`` to their owners, ``sizes[k]`` each."""
-    labels = [o for o, s in zip(owners, sizes, strict=False) for _ in range(s)]
-    members = rng.sample(candidates, min(len(labels), len(candidates)))
-    rng.shuffle(labels)
-    return dict(zip(members, labels, strict=False))
-
-
-class _Forest:
-    """The structure of ``n`` notes: kinds, parents, targets, notebooks and deletion stamps."""
-
-    def __init__(self, n: int, rng: random.Random) -> None:
-        self.n, self.rng = n, rng
-        self.kinds = bytearray(n + 1)
-        self.parent = array("i", [0]) * (n + 1)
-        self.target = array("i", [0]) * (n + 1)
-        self.notebook = array("i", [0]) * (n + 1)
-        self.deleted_ms = array("q", [0]) * (n + 1)
-        self.monster_of: dict[int, int] = {}
-        self.hub_of: dict[int, int] = {}
-        self.special: set[int] = set()
-        self.nodes = array("i")  # non-link notes so far: subjects and targets of links
-        self.slots: list[int] = []  # the current notebook's free child slots, one entry per slot
-        self.head = self.notebooks = 0
-
-    def build(self) -> _Forest:
-        self._plan_kinds()
-        for i in range(1, self.n + 1):
-            self._grow(i)
-        self._delete()
-        return self
-
-    # -- planning -----------------------------------------------------------------------------
-    def _plan_kinds(self) -> None:
-        n, rng = self.n, self.rng
-        heads = [1, *rng.sample(range(2, n + 1), min(n - 1, max(0, round(n / 2000) - 1)))]
-        for h in heads:
-            self.kinds[h] = _HEAD
-        monsters, hubs = self._pick_specials(len(_monster_sizes(n)), len(_hub_sizes(n)))
-        self._plan_monster_children(monsters)
-        share = n / max(1, n - sum(_monster_sizes(n)))
-        for i in range(3, n + 1):
-            if self.kinds[i] == _PLAIN and i not in self.special and rng.random() < 0.2 * share:
-                self.kinds[i] = _LINK
-        self._plan_hub_referrers(hubs)
-
-    def _pick_specials(self, n_monsters: int, n_hubs: int) -> tuple[list[int], list[int]]:
-        early = [i for i in range(2, min(self.n, max(3, self.n // 40)) + 1) if self.kinds[i] == _PLAIN]
-        picked = self.rng.sample(early, min(len(early), n_monsters + n_hubs))
-        self.special.update(picked)
-        return picked[:n_monsters], picked[n_monsters:]
-
-    def _plan_monster_children(self, monsters: list[int]) -> None:
-        if not monsters:
-            return
-        after = max(monsters) + 1
-        candidates = [i for i in range(after, self.n + 1) if self.kinds[i] == _PLAIN]
-        self.monster_of = _assign(self.rng, monsters, _monster_sizes(self.n), candidates)
-        for i in self.monster_of:
-            self.kinds[i] = _MONSTER_CHILD
-
-    def _plan_hub_referrers(self, hubs: list[int]) -> None:
-        if not hubs:
-            return
-        after = max(hubs) + 1
-        links = [i for i in range(after, self.n + 1) if self.kinds[i] == _LINK]
-        self.hub_of = _assign(self.rng, hubs, _hub_sizes(self.n), links)
-
-    # -- growing, in id order -----------------------------------------------------------------
-    def _grow(self, i: int) -> None:
-        kind = self.kinds[i]
-        if kind == _LINK:
-            self._link(i)
-            return
-        if kind == _HEAD:
-            self.head, self.slots, self.notebooks = i, [], self.notebooks + 1
-            self.notebook[i] = self.notebooks
-        elif kind == _MONSTER_CHILD:
-            self._attach(i, self.monster_of[i])
-        elif self.rng.random() < 0.03:  # an addition to an older note, maybe in another notebook
-            self._attach(i, self.nodes[self.rng.randrange(len(self.nodes))])
-        else:
-            self._attach(i, self._take_slot())
-        self.nodes.append(i)
-        if self.notebook[i] == self.notebooks:  # slots only for the current notebook
-            self.slots.extend([i] * ((5 if kind == _HEAD else 0) + _capacity(self.rng)))
-
-    def _take_slot(self) -> int:
-        """A free child slot of the current notebook (so fan-out follows capacity), else its head."""
-        rng, slots = self.rng, self.slots
-        if not slots:
-            return self.head
-        j = rng.randrange(len(slots))
-        chosen, slots[j] = slots[j], slots[-1]
-        slots.pop()
-        return chosen
-
-    def _attach(self, i: int, parent: int) -> None:
-        self.parent[i] = parent
-        self.notebook[i] = self.notebook[parent]
-
-    def _link(self, i: int) -> None:
-        subject, target = self._recent_or_any(300, 0.7), self.hub_of.get(i)
-        if target is None:
-            target = self._recent_or_any(2000, 0.55)
-            if self.rng.random() < 0.05:
-                target = self.rng.randrange(1, i)  # any earlier note, link notes included
-        while subject == target:  # links start at id 3, so another non-link note exists
-            subject = self.nodes[self.rng.randrange(len(self.nodes))]
-        self._attach(i, subject)
-        self.target[i] = target
-
-    def _recent_or_any(self, window: int, recent: float) -> int:
-        rng, nodes = self.rng, self.nodes
-        if rng.random() < recent:
-            return nodes[len(nodes) - 1 - rng.randrange(min(window, len(nodes)))]
-        return nodes[rng.randrange(len(nodes))]
-
-    # -- soft deletion ------------------------------------------------------------------------
-    def _reach(self) -> tuple[array[int], array[int]]:
-        """Per note: how many notes deleting it would stamp (capped), and the highest id among them."""
-        cost, last = array("i", [1]) * (self.n + 1), array("i", range(self.n + 1))
-        for i in range(self.n, 0, -1):
-            for up in (self.parent[i], self.target[i]):
-                if up:
-                    cost[up] = min(cost[up] + cost[i], 1 << 30)
-                    last[up] = max(last[up], last[i])
-        return cost, last
-
-    def _delete(self) -> None:
-        roots = self._deletion_roots()
-        parent, target, stamp = self.parent, self.target, self.deleted_ms
-        for i in range(1, self.n + 1):
-            if stamp[parent[i]]:
-                stamp[i] = stamp[parent[i]]
-            elif i in roots:
-                stamp[i] = roots[i]
-            elif stamp[target[i]]:
-                stamp[i] = stamp[target[i]]
-
-    def _deletion_roots(self) -> dict[int, int]:
-        n, rng = self.n, self.rng
-        if n < 2:
-            return {}
-        cost, last = self._reach()
-        goal, cap, covered = n // 50, max(12, n // 400), 0
-        roots: dict[int, int] = {}
-        for _ in range(100 + 20 * goal):
-            if covered >= goal:
-                break
-            i = rng.randrange(2, n + 1)
-            if self.kinds[i] == _HEAD or i in self.special or cost[i] > cap:
-                continue
-            if cost[i] == 1 and rng.random() < 0.7:
-                continue  # prefer real subtrees to single leaves
-            roots[i], covered = self._stamp_after(last[i]), covered + cost[i]
-        return roots
-
-    def _stamp_after(self, last_id: int) -> int:
-        """A deletion time (epoch ms) later than the creation of note ``last_id``."""
-        seconds = _base_s(last_id + 1, self.n) + self.rng.randrange(60, 60 * 86_400)
-        return min((_START_EPOCH_S + seconds) * 1000 + self.rng.randrange(1000), _END_MS)
-
-
-def _base_s(i: int, n: int) -> int:
-    """Seconds after START at which note ``i`` of ``n`` is created, before its jitter."""
-    return (i - 1) * _SPAN_S // n
 
 
 def _text_pool(rng: random.Random, chars: int = 200_000) -> str:
@@ -312,7 +114,7 @@ _TITLE_WORDS = (*_ASCII_WORDS, *_ASCII_WORDS, *_CJK_WORDS, *_EMOJI)
 class _Rows:
     """Turns a built forest into ``note`` rows: titles, details, times, orders, creators."""
 
-    def __init__(self, forest: _Forest, rng: random.Random) -> None:
+    def __init__(self, forest: Forest, rng: random.Random) -> None:
         self.f, self.rng, self.n = forest, rng, forest.n
         self.pool = _text_pool(rng)
         self.last_order = array("q", [0]) * (forest.n + 1)
@@ -324,7 +126,7 @@ class _Rows:
 
     def _row(self, i: int) -> TreeNote:
         f, rng = self.f, self.rng
-        created_s = _base_s(i, self.n) + rng.randrange(max(1, _SPAN_S // self.n))
+        created_s = base_s(i, self.n) + rng.randrange(max(1, SPAN_S // self.n))
         link = f.target[i] != 0
         stamp = f.deleted_ms[i]
         order = self._order(f.parent[i], created_s)
@@ -342,7 +144,7 @@ class _Rows:
     def _order(self, parent: int, created_s: int) -> int:
         """epoch-ms x 1000 of creation; sometimes a midpoint insert, a tie or a negative value."""
         rng = self.rng
-        order = ((_START_EPOCH_S + created_s) * 1000 + rng.randrange(1000)) * 1000
+        order = ((START_EPOCH_S + created_s) * 1000 + rng.randrange(1000)) * 1000
         previous, r = self.last_order[parent], rng.random()
         if previous and r < 0.20:
             if r < 0.10:
@@ -388,7 +190,7 @@ class _Rows:
         rng = self.rng
         if rng.random() < 0.15:
             return None
-        return START + dt.timedelta(seconds=created_s + int(rng.random() ** 3 * (_SPAN_S - created_s)))
+        return START + dt.timedelta(seconds=created_s + int(rng.random() ** 3 * (SPAN_S - created_s)))
 
     def _creator(self, notebook: int) -> int:
         creator = self.creators.get(notebook)
@@ -402,7 +204,7 @@ def generate(notes: int, seed: int = 0) -> Iterator[TreeNote]:
     if notes < 1:
         raise InvalidParameter("notes", "must be at least 1")
     rng = random.Random(seed)
-    forest = _Forest(notes, rng).build()
+    forest = Forest(notes, rng).build()
     yield from _Rows(forest, rng).rows()
 
 
