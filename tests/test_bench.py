@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from ops.bench.graph import pages
 from ops.bench.plan import PAGE, percentile, size_name
-from ops.bench.report import TARGETS, render_markdown
+from ops.bench.report import render_markdown
+from ops.bench.targets import TARGETS
 
 RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
 

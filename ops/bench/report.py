@@ -1,107 +1,32 @@
-"""The Markdown report and PNG plots of :mod:`ops.bench` (matplotlib, Agg backend).
+"""The Markdown report of :mod:`ops.bench`, and the files a run leaves.
 
 ``write_report(results, samples, out)`` writes ``latest.json``, ``latest.md`` and the plots
 ``reader_latency.png``, ``live_invalidation_latency.png``, ``throughput.png`` and ``scaling.png``
 (plots are skipped, with a notice, when matplotlib is not installed).
+
+The targets a run is held against are :mod:`ops.bench.targets`, the plots :mod:`ops.bench.plots`,
+and the sections for today's Doughnut, the RabbitMQ broker and change capture
+:mod:`ops.bench.report_today`; this module renders the rest and puts the files together.
 """
 
 from __future__ import annotations
 
 import math
-import sys
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from ops.bench.plots import PLOTS, write_plots
 from ops.bench.report_today import broker_lines, cdc_lines, cluster_lines, today_lines
+from ops.bench.targets import TARGETS, Target, finite
 
-__all__ = ["TARGETS", "Target", "render_markdown", "write_report"]
-
-KB = 1024
-
-
-@dataclass(frozen=True)
-class Target:
-    """One target of issue 5: ``value(results) <op> bound``."""
-
-    label: str
-    key: str
-    op: str  # "<=", "<" or ">="
-    bound: float
-    unit: str
-    value: Callable[[dict[str, Any]], float | None]
-
-    def met(self, value: float) -> bool:
-        if self.op == ">=":
-            return value >= self.bound
-        return value < self.bound if self.op == "<" else value <= self.bound
-
-    def factor(self, value: float) -> float:
-        """How far off (> 1 misses by that factor) or how much headroom (< 1)."""
-        return self.bound / value if self.op == ">=" else value / self.bound
-
-
-def at(path: str) -> Callable[[dict[str, Any]], float | None]:
-    def get(results: dict[str, Any]) -> float | None:
-        node: Any = results
-        for part in path.split("."):
-            if not isinstance(node, dict) or part not in node:
-                return None
-            node = node[part]
-        return float(node) if isinstance(node, int | float) else None
-
-    return get
-
-
-def scaling_spread(results: dict[str, Any]) -> float | None:
-    """max / min ms per snapshot over the sizes measured; None below two sizes."""
-    ms = [p["ms_per_snapshot"] for p in results.get("scaling", []) if _finite(p["ms_per_snapshot"])]
-    return max(ms) / min(ms) if len(ms) >= 2 and min(ms) > 0 else None
-
-
-def _per_strategy(strategy: str) -> Callable[[dict[str, Any]], float | None]:
-    return at(f"rebuild.by_strategy.{strategy}.batched.snapshots_per_s")
-
-
-TARGETS = (
-    Target("reader hit p50 / raw GET p50", "reader.ratio_p50", "<=", 1.3, "×", at("reader.ratio_p50")),
-    Target("reader hit p99", "reader.hit_p99_us", "<", 1000, "µs", at("reader.hit_p99_us")),
-    Target("cache hit speed-up over live compute", "live.speedup_hit_vs_live", ">=", 100, "×",
-           at("live.speedup_hit_vs_live")),
-    Target("rebuild throughput, wavefront (one process)", "rebuild.snapshots_per_s", ">=", 1000,
-           "snapshots/s", at("rebuild.snapshots_per_s")),
-    Target("rebuild throughput, layered (one process)",
-           "rebuild.by_strategy.layered.batched.snapshots_per_s", ">=", 500, "snapshots/s",
-           _per_strategy("layered")),
-    Target("SQL statements per snapshot", "rebuild.sql_per_snapshot", "<=", 0.5, "",
-           at("rebuild.sql_per_snapshot")),
-    Target("fewer SQL statements than the baseline", "rebuild.sql_ratio", ">=", 50, "×",
-           at("rebuild.sql_ratio")),
-    Target("single-edit invalidation p95", "invalidation.p95_ms", "<=", 250, "ms",
-           at("invalidation.p95_ms")),
-    Target("1,000-edit burst settled", "invalidation.burst_1000_s", "<=", 3, "s",
-           at("invalidation.burst_1000_s")),
-    Target("single-edit invalidation p95, RabbitMQ broker", "invalidation_rabbitmq.p95_ms", "<=", 250,
-           "ms", at("invalidation_rabbitmq.p95_ms")),
-    Target("single-edit invalidation p95, Redis Cluster", "invalidation_cluster.p95_ms", "<=", 250,
-           "ms", at("invalidation_cluster.p95_ms")),
-    Target("drain speed-up, 2 worker processes over 1", "scale.drain_speedup_2_vs_1", ">=", 1.7, "×",
-           at("scale.drain_speedup_2_vs_1")),
-    Target("Redis bytes per snapshot (tokenLimit 5000)", "memory.bytes_per_snapshot", "<=", 24 * KB,
-           "B", at("memory.bytes_per_snapshot")),
-    Target("flat cost per snapshot 10k → 1M (max/min ms)", "scaling", "<=", 1.5, "×", scaling_spread),
-)
-
-
-def _finite(value: Any) -> bool:
-    return isinstance(value, int | float) and math.isfinite(value)
+__all__ = ["render_markdown", "write_report"]
 
 
 def fmt(value: Any, unit: str = "") -> str:
-    if not _finite(value):
+    if not finite(value):
         return "n/a"
     v = float(value)
     text = f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.3g}"
@@ -262,7 +187,7 @@ def memory_lines(r: dict[str, Any]) -> list[str]:
 
 def scaling_lines(r: dict[str, Any]) -> list[str]:
     rows = [[f"{p['notes']:,}", fmt(p["ms_per_snapshot"]), fmt(p.get("second_pass_ms_per_snapshot")),
-             fmt(p.get("sql_per_snapshot")), f"{p['sql_share']:.0%}" if _finite(p.get("sql_share")) else
+             fmt(p.get("sql_per_snapshot")), f"{p['sql_share']:.0%}" if finite(p.get("sql_share")) else
              "n/a", fmt(p.get("table_mb"))] for p in r["scaling"]]
     note = "" if r["mode"] == "full" else " (quick run: the 100k rebuild only)"
     return [f"## Scaling{note}", "", "Wavefront, batches of 100, 2,000 notes in pages spread over the "
@@ -285,12 +210,6 @@ def profile_lines(r: dict[str, Any]) -> list[str]:
             *_table(head, rows(x["cumulative"])), "By own time:", "", *_table(head, rows(x["own"]))]
 
 
-PLOTS = {"reader_latency.png": "Reader latency (CDF)",
-         "live_invalidation_latency.png": "Live compute and invalidation latency (CDF)",
-         "throughput.png": "Rebuild throughput and SQL per snapshot",
-         "scaling.png": "Cost per snapshot against graph size"}
-
-
 def render_markdown(results: dict[str, Any], plots: Sequence[str] = ()) -> str:
     lines = [*_header(results), "## Targets", "", *targets_table(results)]
     for part in (reader_lines, live_lines, rebuild_lines, invalidation_lines, broker_lines,
@@ -300,96 +219,6 @@ def render_markdown(results: dict[str, Any], plots: Sequence[str] = ()) -> str:
     if plots:
         lines += ["## Plots", ""] + [f"![{PLOTS[p]}]({p})\n" for p in plots]
     return "\n".join(lines).rstrip() + "\n"
-
-
-# -- plots ----------------------------------------------------------------------------------------
-def _cdf(ax: Any, values: Sequence[float], label: str) -> None:
-    if values:
-        ordered = sorted(values)
-        ax.plot(ordered, [(i + 1) / len(ordered) for i in range(len(ordered))], label=label)
-
-
-def plot_reader(plt: Any, samples: dict[str, list[float]], path: Path) -> None:
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for key, label in (("raw_us", "raw GET + orjson.loads"), ("hit_us", "SnapshotReader.get hit"),
-                       ("http_us", "HTTP hit (loopback)")):
-        _cdf(ax, samples.get(key, []), label)
-    ax.set(xscale="log", xlabel="latency (µs, log)", ylabel="fraction of reads", title=PLOTS[path.name])
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
-def plot_live(plt: Any, samples: dict[str, list[float]], path: Path) -> None:
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
-    for key in sorted(k for k in samples if k.startswith("live_")):
-        _cdf(left, samples[key], key.removeprefix("live_").removesuffix("_ms"))
-    left.set(xscale="log", xlabel="live compute (ms, log)", ylabel="fraction", title="live compute")
-    _cdf(right, samples.get("invalidation_ms", []), "webhook → fresh snapshot")
-    right.axvline(500, color="red", linestyle="--", label="p95 target 500 ms")
-    right.set(xlabel="ms", title="single-edit invalidation")
-    for ax in (left, right):
-        ax.grid(True, alpha=0.3)
-        ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
-def plot_throughput(plt: Any, results: dict[str, Any], path: Path) -> None:
-    by = results["rebuild"]["by_strategy"]
-    names = list(by)
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
-    for ax, key, title in ((left, "snapshots_per_s", "snapshots/s (one process)"),
-                           (right, "sql_per_snapshot", "SQL statements per snapshot")):
-        xs = range(len(names))
-        ax.bar([x - 0.2 for x in xs], [by[n]["batched"][key] for n in names], 0.4, label="batched")
-        ax.bar([x + 0.2 for x in xs], [by[n]["baseline"][key] for n in names], 0.4, label="baseline")
-        ax.set_xticks(list(xs), names)
-        ax.set(yscale="log", title=title)
-        ax.grid(True, axis="y", which="both", alpha=0.3)
-        ax.legend()
-    left.axhline(1000, color="red", linestyle="--")
-    right.axhline(0.5, color="red", linestyle="--")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
-def plot_scaling(plt: Any, results: dict[str, Any], path: Path) -> None:
-    points = sorted(results["scaling"], key=lambda p: p["notes"])
-    fig, ax = plt.subplots(figsize=(6, 4))
-    ax.plot([p["notes"] for p in points], [p["ms_per_snapshot"] for p in points], marker="o",
-            label="first pass")
-    again = [p for p in points if _finite(p.get("second_pass_ms_per_snapshot"))]
-    if again:
-        ax.plot([p["notes"] for p in again], [p["second_pass_ms_per_snapshot"] for p in again],
-                marker="s", linestyle="--", label="second pass (warm)")
-        ax.legend()
-    ax.set(xscale="log", xlabel="notes in the database (log)", ylabel="ms per snapshot",
-           title=PLOTS[path.name], ylim=(0, None))
-    ax.grid(True, which="both", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
-def write_plots(results: dict[str, Any], samples: dict[str, list[float]], out: Path) -> list[str]:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("notice: matplotlib is not installed; no plots", file=sys.stderr)
-        return []
-    plot_reader(plt, samples, out / "reader_latency.png")
-    plot_live(plt, samples, out / "live_invalidation_latency.png")
-    plot_throughput(plt, results, out / "throughput.png")
-    plot_scaling(plt, results, out / "scaling.png")
-    return list(PLOTS)
 
 
 def _clean(value: Any) -> Any:

@@ -1,0 +1,98 @@
+"""The targets of issue 5 that the benchmark report holds a run against, and how a figure is read
+out of the results (the keys of ``latest.json``).
+
+A target is ``value(results) <op> bound``, named in the report by its key. A figure the run did not
+measure (``--only``, a quick run, an older ``latest.json``) reads as None instead of raising, so a
+report renders from any results and says "n/a" for it, as for any value that is not :func:`finite`
+(NaN and infinities neither pass nor miss). Timings are compared, never asserted: the machine is
+shared and noisy. :func:`finite` is the one test of a measured number that the report's tables and
+the plots share.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["TARGETS", "Target", "at", "finite", "scaling_spread"]
+
+KB = 1024
+
+
+@dataclass(frozen=True)
+class Target:
+    """One target of issue 5: ``value(results) <op> bound``."""
+
+    label: str
+    key: str
+    op: str  # "<=", "<" or ">="
+    bound: float
+    unit: str
+    value: Callable[[dict[str, Any]], float | None]
+
+    def met(self, value: float) -> bool:
+        if self.op == ">=":
+            return value >= self.bound
+        return value < self.bound if self.op == "<" else value <= self.bound
+
+    def factor(self, value: float) -> float:
+        """How far off (> 1 misses by that factor) or how much headroom (< 1)."""
+        return self.bound / value if self.op == ">=" else value / self.bound
+
+
+def at(path: str) -> Callable[[dict[str, Any]], float | None]:
+    def get(results: dict[str, Any]) -> float | None:
+        node: Any = results
+        for part in path.split("."):
+            if not isinstance(node, dict) or part not in node:
+                return None
+            node = node[part]
+        return float(node) if isinstance(node, int | float) else None
+
+    return get
+
+
+def scaling_spread(results: dict[str, Any]) -> float | None:
+    """max / min ms per snapshot over the sizes measured; None below two sizes."""
+    ms = [p["ms_per_snapshot"] for p in results.get("scaling", []) if finite(p["ms_per_snapshot"])]
+    return max(ms) / min(ms) if len(ms) >= 2 and min(ms) > 0 else None
+
+
+def _per_strategy(strategy: str) -> Callable[[dict[str, Any]], float | None]:
+    return at(f"rebuild.by_strategy.{strategy}.batched.snapshots_per_s")
+
+
+TARGETS = (
+    Target("reader hit p50 / raw GET p50", "reader.ratio_p50", "<=", 1.3, "×", at("reader.ratio_p50")),
+    Target("reader hit p99", "reader.hit_p99_us", "<", 1000, "µs", at("reader.hit_p99_us")),
+    Target("cache hit speed-up over live compute", "live.speedup_hit_vs_live", ">=", 100, "×",
+           at("live.speedup_hit_vs_live")),
+    Target("rebuild throughput, wavefront (one process)", "rebuild.snapshots_per_s", ">=", 1000,
+           "snapshots/s", at("rebuild.snapshots_per_s")),
+    Target("rebuild throughput, layered (one process)",
+           "rebuild.by_strategy.layered.batched.snapshots_per_s", ">=", 500, "snapshots/s",
+           _per_strategy("layered")),
+    Target("SQL statements per snapshot", "rebuild.sql_per_snapshot", "<=", 0.5, "",
+           at("rebuild.sql_per_snapshot")),
+    Target("fewer SQL statements than the baseline", "rebuild.sql_ratio", ">=", 50, "×",
+           at("rebuild.sql_ratio")),
+    Target("single-edit invalidation p95", "invalidation.p95_ms", "<=", 250, "ms",
+           at("invalidation.p95_ms")),
+    Target("1,000-edit burst settled", "invalidation.burst_1000_s", "<=", 3, "s",
+           at("invalidation.burst_1000_s")),
+    Target("single-edit invalidation p95, RabbitMQ broker", "invalidation_rabbitmq.p95_ms", "<=", 250,
+           "ms", at("invalidation_rabbitmq.p95_ms")),
+    Target("single-edit invalidation p95, Redis Cluster", "invalidation_cluster.p95_ms", "<=", 250,
+           "ms", at("invalidation_cluster.p95_ms")),
+    Target("drain speed-up, 2 worker processes over 1", "scale.drain_speedup_2_vs_1", ">=", 1.7, "×",
+           at("scale.drain_speedup_2_vs_1")),
+    Target("Redis bytes per snapshot (tokenLimit 5000)", "memory.bytes_per_snapshot", "<=", 24 * KB,
+           "B", at("memory.bytes_per_snapshot")),
+    Target("flat cost per snapshot 10k → 1M (max/min ms)", "scaling", "<=", 1.5, "×", scaling_spread),
+)
+
+
+def finite(value: Any) -> bool:
+    return isinstance(value, int | float) and math.isfinite(value)
