@@ -154,7 +154,7 @@ def test_random_edits_with_rebuilds_nightlies_and_write_backs_leave_no_stale_sna
                     time.sleep(rng.uniform(0.05, 0.3))
         stream_s = time.perf_counter() - started
         assert errors == [], f"a reader thread failed: {errors[0]!r}"
-        settle_s = stack.settle(timeout_s=sized(ci=120, full=300))
+        settle_s = stack.settle(timeout_s=sized(ci=120, full=600))
 
         report = stack.check()
         drift = live_drift(stack.service, report.envelopes.values())

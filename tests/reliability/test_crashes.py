@@ -218,7 +218,7 @@ def _nothing_lost_or_stale(run: SigkillRun) -> None:
     """After the stranded messages came back: nothing dirty, queued or parked; none stale or missing."""
     stack = run.stack
     waited = _recover(run)
-    settle_s = stack.settle(timeout_s=DRAIN_LOCK_TTL_S + sized(ci=120, full=240))
+    settle_s = stack.settle(timeout_s=DRAIN_LOCK_TTL_S + sized(ci=120, full=480))
     report = stack.check()
     summary = {"stranded messages redelivered": dict(_by_task(run.stranded)),
                "seconds waited for them here": round(waited), "quiescence seconds": round(settle_s),
