@@ -315,8 +315,9 @@ class SnapshotReader:
             if not self.store.write_many([envelope])[0]:
                 self.metrics.cas_rejections.inc()
                 return
-        except CacheUnavailable as err:
+        except CacheUnavailable as err:  # Redis may have applied it before the reply was lost
             self._redis_error("could not write back note %s: %s", envelope.note_id, err)
+            self._outdate(envelope.note_id)
             return
         if seq is None or self._raced(envelope, seq):
             self._outdate(envelope.note_id)

@@ -215,3 +215,31 @@ def test_a_write_back_whose_race_check_goes_unanswered_counts_as_raced(
     written = decode_envelope(raw)
     assert written is not None
     assert (written.generation < counter) == ("bump_generations" not in failing)
+
+
+class _ReplyLost:
+    """The world's cache, where Redis applies a write but its reply is lost (a timeout)."""
+
+    def __init__(self, cache: Any) -> None:
+        self.cache = cache
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.cache, name)
+
+    def write_many(self, envelopes: Any) -> list[bool]:
+        self.cache.write_many(envelopes)
+        raise CacheUnavailable("write_many: timed out")
+
+
+def test_a_write_back_whose_reply_is_lost_is_outdated_and_put_back(world: World) -> None:
+    """The snapshot may be stored without its race check, so it is treated as raced."""
+    put_back: list[int] = []
+    config = ReaderConfig(strategies=STRATEGIES, seeds=SEEDS, max_token_limit=MAX_LIMIT,
+                          layered_limits=LAYERED_LIMITS)
+    lossy = SnapshotReader(world.service, _ReplyLost(world.cache),  # type: ignore[arg-type]
+                           world.coordination, config, clock_ms=world.clock, on_raced=put_back.append)
+    assert lossy.get(10, seed=0).source == "live"
+    assert put_back == [10]
+    raw, counter = world.cache.read_current(SnapshotKey(10, "wavefront", 0))
+    written = decode_envelope(raw)
+    assert written is not None and written.generation < counter
