@@ -22,6 +22,7 @@ another query. Order per epoch, which is what makes a slow rebuild harmless:
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -36,7 +37,7 @@ from graphrag import (
     config_hash,
     get_strategy,
 )
-from graphrag.errors import Forbidden
+from graphrag.errors import CacheUnavailable, Forbidden
 from service.carry import Carry
 from service.context import ContextService
 from service.envelope import Envelope, Fact, SnapshotKey, key_limit
@@ -215,8 +216,13 @@ def _rebuild_batch(
             else:
                 envelopes.append(_envelope(result, computed.view, request, strategy,
                                            start.generations[focus], plan))
-    written, removed = _store(store, plan, envelopes, missing, start.generations, tally)
-    redo = raced(store, written, start.seq, removed)
+    try:
+        written, removed = _store(store, plan, envelopes, missing, start.generations, tally)
+        redo = raced(store, written, start.seq, removed)
+    except CacheUnavailable:
+        # the batch fails and is redone; until then nothing it may have written is served
+        _outdate_unanswered(store, {env.note_id for env in envelopes} | missing)
+        raise
     if redo:  # what they just wrote may show an edited note's old text: outdated until redone
         store.bump_generations(redo)
     tally.requeue |= redo
@@ -248,6 +254,13 @@ def _store(store: SnapshotCache, plan: _Plan, envelopes: list[Envelope], missing
     tally.deleted |= removed
     tally.rejected += len(missing) - len(removed)
     return written, removed
+
+
+def _outdate_unanswered(store: SnapshotCache, foci: set[int]) -> None:
+    """Outdate what a batch may have written when Redis stopped answering before its race check
+    (a write applied whose reply was lost), as far as Redis still takes it."""
+    with contextlib.suppress(CacheUnavailable):
+        store.bump_generations(foci)
 
 
 def raced(store: SnapshotCache, envelopes: list[Envelope], seq: int,

@@ -7,6 +7,7 @@ from typing import Any
 import orjson
 import pytest
 
+from graphrag.errors import CacheUnavailable
 from service import events
 from service.envelope import SnapshotKey, decode_envelope
 from service.events import NoteEvent, affected_foci, sibling_radius
@@ -130,3 +131,28 @@ def test_a_write_refused_after_an_edit_is_left_to_the_edit_s_event(world: World)
     assert world.dirty.size() > 0 and shows(world, 10, '"Cat"')  # outdated, queued, not yet redone
     world.rebuild([i for i, _ in world.dirty.take(10_000)])
     assert shows(world, 10, '"Kitty"') and world.cache.generations([10])[10] == after_event
+
+
+class _CheckUnanswered:
+    """The world's cache, where Redis stops answering after a batch's write, at its race check."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.world.cache, name)
+
+    def touched_since(self, facts: Any, seq: int) -> set[Any]:
+        raise CacheUnavailable("touched_since: connection reset")
+
+
+def test_a_batch_whose_race_check_goes_unanswered_fails_with_what_it_wrote_outdated(
+    world: World,
+) -> None:
+    """The batch is redone (its foci stay dirty, or its task retries); until then a snapshot it
+    wrote, which may show what a racing edit changed, is not served as current."""
+    with pytest.raises(CacheUnavailable):
+        world.rebuild([10], store=_CheckUnanswered(world))  # type: ignore[arg-type]
+    raw, counter = world.cache.read_current(SnapshotKey(10, "wavefront", SEEDS[0]))
+    written = decode_envelope(raw)
+    assert written is not None and written.generation < counter
