@@ -64,6 +64,17 @@ class World:
                              sibling_radius=sibling_radius(self.strategies), now_ms=self.clock())
 
 
+class CacheProxy:
+    """The world's cache for a test that changes what one or two of its calls do (an edit landing
+    between a computation and its write, Redis not answering); every other call goes through."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.world.cache, name)
+
+
 @pytest.fixture
 def world() -> World:
     state = MemoryState()

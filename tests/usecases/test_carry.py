@@ -14,7 +14,7 @@ from service.carry import Carry
 from service.envelope import decode_envelope
 from service.events import NoteEvent
 from service.rebuild import start_full_rebuild
-from tests.usecases.conftest import World
+from tests.usecases.conftest import CacheProxy, World
 
 
 def loads_of(world: World, ids: list[int], carry: Carry, **options: Any) -> int:
@@ -108,15 +108,13 @@ def test_a_carry_of_no_foci_never_carries(world: World) -> None:
     assert loads_of(world, [11], carry) > 0
 
 
-class _NightlyStartsBeforeTheWrite:
+class _NightlyStartsBeforeTheWrite(CacheProxy):
     """The cache of a drain epoch that read ``seq`` (and carried data) before a full rebuild
     started: the run starts, and rebuilds ``focus`` afresh, just before the epoch's first write."""
 
     def __init__(self, world: World, focus: int) -> None:
-        self.world, self.focus, self.started = world, focus, False
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.world.cache, name)
+        super().__init__(world)
+        self.focus, self.started = focus, False
 
     def write_many(self, envelopes: Any) -> list[bool]:
         if not self.started:

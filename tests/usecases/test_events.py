@@ -12,7 +12,7 @@ from service import events
 from service.envelope import SnapshotKey, decode_envelope
 from service.events import NoteEvent, affected_foci, sibling_radius
 from tests.storage.graphs import hand_graph
-from tests.usecases.conftest import SEEDS, World
+from tests.usecases.conftest import SEEDS, CacheProxy, World
 
 
 def live(world: World) -> list[int]:
@@ -102,15 +102,12 @@ def test_an_edits_children_and_referring_links_are_urgent_unless_it_is_a_hub(
     assert not close & urgent and hub_affected == affected  # the same work, only later
 
 
-class _EditedBeforeTheWrite:
-    """The world's cache, where an edit of ``note`` and its event land between a rebuild's
-    computation and its write."""
+class _EditedBeforeTheWrite(CacheProxy):
+    """An edit of ``note`` and its event land between a rebuild's computation and its write."""
 
     def __init__(self, world: World, note: int) -> None:
-        self.world, self.note, self.done = world, note, False
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.world.cache, name)
+        super().__init__(world)
+        self.note, self.done = note, False
 
     def write_many(self, envelopes: Any) -> list[bool]:
         if not self.done:
@@ -133,14 +130,8 @@ def test_a_write_refused_after_an_edit_is_left_to_the_edit_s_event(world: World)
     assert shows(world, 10, '"Kitty"') and world.cache.generations([10])[10] == after_event
 
 
-class _CheckUnanswered:
-    """The world's cache, where Redis stops answering after a batch's write, at its race check."""
-
-    def __init__(self, world: World) -> None:
-        self.world = world
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.world.cache, name)
+class _CheckUnanswered(CacheProxy):
+    """Redis stops answering after a batch's write, at its race check."""
 
     def touched_since(self, facts: Any, seq: int) -> set[Any]:
         raise CacheUnavailable("touched_since: connection reset")

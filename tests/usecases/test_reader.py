@@ -15,14 +15,22 @@ from service.envelope import Fact, SnapshotKey, decode_envelope
 from service.events import NoteEvent, outdate_shown
 from service.reader import ReaderConfig, Served, SnapshotReader
 from service.rebuild import FULL_REBUILD
-from tests.usecases.conftest import LAYERED_LIMITS, MAX_LIMIT, SEEDS, STRATEGIES, World
+from tests.usecases.conftest import (
+    LAYERED_LIMITS,
+    MAX_LIMIT,
+    SEEDS,
+    STRATEGIES,
+    CacheProxy,
+    World,
+)
 
 
-def reader(world: World, service: ContextService | None = None, **kw: object) -> SnapshotReader:
+def reader(world: World, service: ContextService | None = None, store: object = None,
+           **kw: object) -> SnapshotReader:
     config = ReaderConfig(strategies=STRATEGIES, seeds=SEEDS, max_token_limit=MAX_LIMIT,
                           layered_limits=LAYERED_LIMITS)
-    return SnapshotReader(service or world.service, world.cache, world.coordination, config,
-                          clock_ms=world.clock, **kw)  # type: ignore[arg-type]
+    return SnapshotReader(service or world.service, store or world.cache,  # type: ignore[arg-type]
+                          world.coordination, config, clock_ms=world.clock, **kw)  # type: ignore[arg-type]
 
 
 def live(world: World, focus: int, limit: int = MAX_LIMIT, strategy: str = "wavefront",
@@ -182,19 +190,20 @@ def test_a_write_back_that_raced_an_edit_is_outdated_at_once_and_put_back(
     assert reader(world).get(10, seed=0).source == "live"  # computed again, not served
 
 
-class _Unanswered:
-    """The world's cache, but Redis stops answering the calls named in ``failing`` (after the
-    snapshot's write went through)."""
+class _Unanswered(CacheProxy):
+    """Redis stops answering the calls named in ``failing`` (after the snapshot's write went
+    through)."""
 
-    def __init__(self, cache: Any, failing: set[str]) -> None:
-        self.cache, self.failing = cache, failing
+    def __init__(self, world: World, failing: set[str]) -> None:
+        super().__init__(world)
+        self.failing = failing
 
     def __getattr__(self, name: str) -> Any:
         if name in self.failing:
             def refused(*args: Any, **kwargs: Any) -> Any:
                 raise CacheUnavailable(f"{name}: connection reset")
             return refused
-        return getattr(self.cache, name)
+        return super().__getattr__(name)
 
 
 @pytest.mark.parametrize("failing", [{"touched_since"}, {"touched_since", "bump_generations"}],
@@ -205,10 +214,7 @@ def test_a_write_back_whose_race_check_goes_unanswered_counts_as_raced(
     """Whether an edit raced the computation is unknown, so the snapshot just written is outdated
     (where Redis still takes it) and put back for a drain: never left to serve what it may miss."""
     put_back: list[int] = []
-    config = ReaderConfig(strategies=STRATEGIES, seeds=SEEDS, max_token_limit=MAX_LIMIT,
-                          layered_limits=LAYERED_LIMITS)
-    flaky = SnapshotReader(world.service, _Unanswered(world.cache, failing),  # type: ignore[arg-type]
-                           world.coordination, config, clock_ms=world.clock, on_raced=put_back.append)
+    flaky = reader(world, store=_Unanswered(world, failing), on_raced=put_back.append)
     assert flaky.get(10, seed=0).source == "live"
     assert put_back == [10]
     raw, counter = world.cache.read_current(SnapshotKey(10, "wavefront", 0))
@@ -217,27 +223,18 @@ def test_a_write_back_whose_race_check_goes_unanswered_counts_as_raced(
     assert (written.generation < counter) == ("bump_generations" not in failing)
 
 
-class _ReplyLost:
-    """The world's cache, where Redis applies a write but its reply is lost (a timeout)."""
-
-    def __init__(self, cache: Any) -> None:
-        self.cache = cache
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.cache, name)
+class _ReplyLost(CacheProxy):
+    """Redis applies a write but its reply is lost (a timeout)."""
 
     def write_many(self, envelopes: Any) -> list[bool]:
-        self.cache.write_many(envelopes)
+        self.world.cache.write_many(envelopes)
         raise CacheUnavailable("write_many: timed out")
 
 
 def test_a_write_back_whose_reply_is_lost_is_outdated_and_put_back(world: World) -> None:
     """The snapshot may be stored without its race check, so it is treated as raced."""
     put_back: list[int] = []
-    config = ReaderConfig(strategies=STRATEGIES, seeds=SEEDS, max_token_limit=MAX_LIMIT,
-                          layered_limits=LAYERED_LIMITS)
-    lossy = SnapshotReader(world.service, _ReplyLost(world.cache),  # type: ignore[arg-type]
-                           world.coordination, config, clock_ms=world.clock, on_raced=put_back.append)
+    lossy = reader(world, store=_ReplyLost(world), on_raced=put_back.append)
     assert lossy.get(10, seed=0).source == "live"
     assert put_back == [10]
     raw, counter = world.cache.read_current(SnapshotKey(10, "wavefront", 0))
