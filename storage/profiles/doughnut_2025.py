@@ -26,6 +26,7 @@ from storage.database import chunks, epoch_ms, reason, translated
 from storage.profiles.tables_2025 import (
     DETAILS_COLUMNS,
     FIXED_COLUMNS,
+    SKELETON_WIDTH,
     TITLE_COLUMNS,
     TreeStatements,
     note_table,
@@ -125,7 +126,8 @@ class Doughnut2025:
     def _skeletons(self, sql: TreeStatements, conn: Connection, view: GraphView,
                    ids: Iterable[int]) -> None:
         for chunk in chunks(ids, self.in_chunk):
-            view.put_skeletons(_skeleton(r) for r in conn.execute(sql.skeletons, {"ids": chunk}))
+            found = conn.execute(sql.skeletons, {"ids": chunk}).tuples()
+            view.put_skeletons(_skeleton(*r) for r in found)
             view.put_absent(chunk)
 
     def _lists(self, sql: TreeStatements, conn: Connection, ids: Iterable[int], kind: str,
@@ -142,14 +144,15 @@ class Doughnut2025:
     def _ancestors(self, sql: TreeStatements, conn: Connection, view: GraphView,
                    ids: Iterable[int]) -> None:
         for chunk in chunks(ids, self.in_chunk):
-            view.put_skeletons(_skeleton(r) for r in conn.execute(sql.ancestors, {"ids": chunk}))
+            found = conn.execute(sql.ancestors, {"ids": chunk}).tuples()
+            view.put_skeletons(_skeleton(*r) for r in found)
             view.put_absent(chunk)
 
     def _rows(self, sql: TreeStatements, conn: Connection, view: GraphView,
               ids: Iterable[int]) -> None:
         for chunk in chunks(ids, self.in_chunk):
-            for r in conn.execute(sql.rows, {"ids": chunk}):
-                view.put_row(_skeleton(r), _row(r))
+            for r in conn.execute(sql.rows, {"ids": chunk}).tuples():
+                view.put_row(_skeleton(*r[:SKELETON_WIDTH]), _row(*r))
             view.put_absent_rows(chunk)
 
     # -- edits and paging -----------------------------------------------------------------------
@@ -195,8 +198,11 @@ class Doughnut2025:
             return conn.execute(self._statements().any_note).first() is not None
 
 
-def _skeleton(r: Any) -> Skeleton:
-    return Skeleton(r.id, r.parent_id, r.target_note_id, int(r.sibling_order), bool(r.deleted))
+def _skeleton(note_id: int, parent_id: int | None, target_id: int | None, sibling_order: int,
+              deleted: Any) -> Skeleton:
+    """A skeleton from the columns of ``TreeStatements.skeleton_cols``, in their order (rows are
+    read as plain tuples: naming each column of each row cost a quarter of the read)."""
+    return Skeleton(note_id, parent_id, target_id, int(sibling_order), bool(deleted))
 
 
 def _row_lists(sql: TreeStatements, conn: Connection, owners: list[int],
@@ -227,13 +233,16 @@ def _packed_lists(
     return found, cut
 
 
-def _row(r: Any) -> Row:
+def _row(note_id: int, _parent_id: Any, target_id: int | None, _order: Any, _deleted: Any,
+         title: str, details: str | None, created_at: Any, p_id: int | None, p_title: Any,
+         t_id: int | None, t_title: Any) -> Row:
+    """A row from the columns of ``TreeStatements.rows``, in their order."""
     return Row(
-        id=r.id,
-        title=r.title,
-        details=r.details,
-        created_at_ms=epoch_ms(r.created_at),
-        is_link=r.target_note_id is not None,
-        parent=Ref(r.p_id, r.p_title) if r.p_id is not None else None,
-        target=Ref(r.t_id, r.t_title) if r.t_id is not None else None,
+        id=note_id,
+        title=title,
+        details=details,
+        created_at_ms=epoch_ms(created_at),
+        is_link=target_id is not None,
+        parent=Ref(p_id, p_title) if p_id is not None else None,
+        target=Ref(t_id, t_title) if t_id is not None else None,
     )

@@ -32,6 +32,7 @@ from sqlalchemy.dialects import mysql
 
 __all__ = [
     "DETAILS_COLUMNS",
+    "SKELETON_WIDTH",
     "TITLE_COLUMNS",
     "TreeStatements",
     "note_table",
@@ -75,6 +76,10 @@ def note_table(title: str = TITLE_COLUMNS[0], details: str = DETAILS_COLUMNS[0],
 
 
 _IDS: Any = bindparam("ids", expanding=True)
+#: The number of columns :meth:`TreeStatements._skeleton_cols` gives, first in every statement that
+#: returns skeletons (``rows`` adds title, details, created_at and the parent's and target's id and
+#: title after them): the reader unpacks rows by position.
+SKELETON_WIDTH = 5
 
 
 class TreeStatements:
