@@ -11,7 +11,6 @@ database 503; no response ever carries a traceback.
 
 from __future__ import annotations
 
-import hmac
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,12 +22,12 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from graphrag import DatabaseUnavailable, GraphRagError, InvalidParameter, NoteNotFound
 from graphrag.errors import CacheUnavailable, Forbidden, Unavailable
 from graphrag.wiki import Viewer
 from service.reader import Served, SnapshotReader
+from worker.bearer import BearerGate
 from worker.webhook import MAX_BODY_BYTES, WebhookReceiver
 
 __all__ = ["create_app"]
@@ -88,7 +87,6 @@ def create_app(
     if not reader_token:
         raise ValueError("reader_token must not be empty")
     app = FastAPI(title="Graph RAG snapshots for Doughnut", version="1")
-    expected = f"Bearer {reader_token}".encode()
 
     def read(note_id: str, q: _Query, fmt: str = "json") -> Served:
         viewer = _int("viewer", q.viewer)
@@ -145,32 +143,12 @@ def create_app(
         return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
 
     _install_error_handlers(app)
-    app.add_middleware(BearerGate, expected=expected)
+    app.add_middleware(BearerGate, token=reader_token, public=_PUBLIC_PATHS)
     return app
 
 
 _PUBLIC_PATHS = frozenset({"/healthz", "/metrics", "/webhooks/note-events", "/openapi.json",
                            "/docs", "/docs/oauth2-redirect", "/redoc"})
-
-
-class BearerGate:
-    """Pure ASGI: every path but the public ones needs the bearer token, even a path that matches
-    no route, so an unauthenticated client learns nothing about what exists (401 before 404)."""
-
-    def __init__(self, app: ASGIApp, *, expected: bytes) -> None:
-        self.app, self.expected = app, expected
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in _PUBLIC_PATHS:
-            await self.app(scope, receive, send)
-            return
-        given = dict(scope["headers"]).get(b"authorization", b"")
-        if hmac.compare_digest(given, self.expected):
-            await self.app(scope, receive, send)
-            return
-        response = _error(401, "missing or wrong bearer token")
-        response.headers["WWW-Authenticate"] = "Bearer"
-        await response(scope, receive, send)
 
 
 async def _bounded_body(request: HttpRequest, limit: int) -> bytes | None:
