@@ -18,7 +18,7 @@ Generations
     (a Redis Cluster primary restarted empty while the stamps live on other primaries), the next
     number starts from the server clock, above every stamp handed out before.
 
-Write = compare-and-set + reverse index, one round trip
+Write = compare-and-set + reverse index, one round trip (two on a cluster)
     A snapshot of focus F shows notes X1..Xn (``dependsOn``). ``dep:{X}`` (X's slot) must contain F
     while any snapshot of F shows X. The CAS touches only F's slot (snapshot, ``gen:{F}`` and
     ``shows:{F}``, a hash snapshot key -> ids it shows), so it is one Lua script that is legal in
@@ -53,8 +53,12 @@ Write = compare-and-set + reverse index, one round trip
     X; an event on X that resolves ``dep:{X}`` in exactly that window, after B's own ``touched``
     check, misses F, and F shows X's old text until the soft TTL or the nightly rebuild. The
     ordering argument relies on one connection's commands running in order, which holds for a single
-    Redis (the deployment in docs/architecture.md); a cluster pipeline runs per node in
-    parallel, so on a cluster steps 1-2 and 3 would have to be split into two round trips.
+    Redis. A cluster pipeline keeps order only per node (``dep:{X}`` and F's keys live on different
+    ones), so on a cluster steps 1-2 are one round trip and step 3 a second, sent once every script
+    has answered: "B's script ran before B's step 3" holds again. Step 1 may then land after its
+    script on another node; an event on X resolving ``dep:{X}`` in that moment stamped X before
+    (service.events), hence before the writer's ``touched`` check, which follows both round trips:
+    F is redone if it read X before that edit ("The edit race" in docs/redis.md).
 
 TTLs
     Snapshot: hard TTL. ``dep:{X}``, ``shows:{F}``, ``gen:{F}``: index TTL = hard TTL + 60 s,
@@ -255,7 +259,10 @@ class RedisCache:
         if not envelopes:
             return []
         index = self._index_calls(_foci_by_shown(envelopes))
-        replies = self._execute(lambda p: self._queue_writes(p, envelopes, index))
+        again = not self._cluster  # a cluster keeps order per node only: step 3 waits for the scripts
+        replies = self._execute(lambda p: self._queue_writes(p, envelopes, index, again=again))
+        if not again:
+            self._execute(lambda p: self._queue(p, index))
         scripts = replies[len(index) : len(index) + len(envelopes)]  # after step 1
         accepted: list[bool] = []
         stale: dict[int, set[Any]] = {}
@@ -285,11 +292,11 @@ class RedisCache:
         return True
 
     # -- internals ------------------------------------------------------------------------------
-    def _queue_writes(self, pipe: Any, envelopes: Sequence[Envelope],
-                      index: Sequence[_Call]) -> None:
-        """Step 1 (``index``) for every envelope, then every CAS script, then step 3 (``index``
-        again; module docstring). Every script runs after its step 1 and before its step 3, which
-        is all the ordering argument needs."""
+    def _queue_writes(self, pipe: Any, envelopes: Sequence[Envelope], index: Sequence[_Call], *,
+                      again: bool) -> None:
+        """Step 1 (``index``) for every envelope, then every CAS script, then (``again``) step 3
+        (``index`` again; module docstring). On one Redis every script then runs after its step 1
+        and before its step 3, which is all the ordering argument needs."""
         self._queue(pipe, index)
         for env in envelopes:
             focus = env.note_id
@@ -297,7 +304,8 @@ class RedisCache:
             evalsha(pipe, self._write.sha, [key, self.keys.generation(focus), self.keys.shows(focus)],
                     env.encode(), env.generation, self.hard_ttl_s * 1000, self.index_ttl_ms,
                     _id_list(env.depends_on))
-        self._queue(pipe, index)
+        if again:
+            self._queue(pipe, index)
 
     def _index_calls(self, foci_by_shown: Mapping[Any, Collection[int]]) -> list[_Call]:
         """The script calls that ``SADD`` the foci to each ``dep:{X}`` and refresh its TTL, merged
