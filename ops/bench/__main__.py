@@ -176,7 +176,8 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m ops.bench",
         description="The benchmark of issue 5, against real MariaDB and Redis.")
-    parser.add_argument("--quick", action="store_true", help="100k notes only (under 3 minutes)")
+    parser.add_argument("--quick", action="store_true",
+                        help="100k notes only (3 to 6 minutes on 2 cores)")
     parser.add_argument("--mysql-url", default="mysql+pymysql://root@127.0.0.1:3306",
                         help="SQLAlchemy URL of the MariaDB/MySQL server (no database)")
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/0",
