@@ -61,3 +61,15 @@ def test_the_report_renders_every_target_from_the_committed_results() -> None:
         present = [t for t in TARGETS if t.key.split(".")[0] in results]
         measured = [t for t in present if t.value(results) is not None]
         assert len(measured) >= len(present) - 1, name  # the quick run has no scaling spread
+
+
+def test_the_profile_shows_the_in_place_split_when_the_run_has_one() -> None:
+    results = orjson.loads((RESULTS / "latest.json").read_bytes())
+    assert "timed in place" not in render_markdown(results)  # the committed run predates it
+    results["profile"]["split"] = {
+        "strategy": "wavefront", "notes": 1900, "snapshots": 1900, "seconds": 7.6,
+        "ms_per_snapshot": {"sql": 1.0, "tokens": 0.75, "write": 0.25, "rest": 2.0}}
+    markdown = render_markdown(results)
+    assert "A wavefront rebuild of 1,900 notes timed in place" in markdown
+    for row in ("| sql | 1.00 | 25% |", "| rest | 2.00 | 50% |", "| all | 4.00 | 100% |"):
+        assert row in markdown

@@ -1,7 +1,8 @@
 """Where a rebuild's time goes: the wavefront rebuild once more under cProfile.
 
 The top functions by cumulative and by own time, named by their path in the repository (or in
-site-packages); the benchmark's own frames and the profiler's are left out.
+site-packages); the benchmark's own frames and the profiler's are left out. Then the same rebuild
+of every rebuild focus timed in place by part, without the profiler (ops.bench.split).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 from ops.bench.graph import Graph
 from ops.bench.plan import ROOT, Bench, say
 from ops.bench.rebuild import timed_rebuild
+from ops.bench.split import split_rebuild
 
 __all__ = ["profile_section", "top_functions"]
 
@@ -56,4 +58,4 @@ def profile_section(bench: Bench, graph: Graph, foci: list[int]) -> dict[str, An
     say(f"profiled a wavefront rebuild of {len(ids)} notes ({figures['seconds']:.1f} s under cProfile)")
     return {"strategy": "wavefront", "notes": len(ids), "seconds": figures["seconds"],
             "cumulative": top_functions(stats, "cumulative", 15),
-            "own": top_functions(stats, "tottime", 10)}
+            "own": top_functions(stats, "tottime", 10), "split": split_rebuild(bench, graph, foci)}

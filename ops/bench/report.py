@@ -205,9 +205,24 @@ def profile_lines(r: dict[str, Any]) -> list[str]:
                  f"{e['cumulative_s']:.3f}"] for e in entries]
 
     head = ["function", "calls", "own s", "cumulative s"]
-    return ["## Profile", "", f"cProfile of a {x['strategy']} rebuild of {x['notes']:,} notes "
+    return ["## Profile", "", *_split_lines(x.get("split")),
+            f"cProfile of a {x['strategy']} rebuild of {x['notes']:,} notes "
             f"({x['seconds']:.1f} s under the profiler). Top functions by cumulative time:", "",
             *_table(head, rows(x["cumulative"])), "By own time:", "", *_table(head, rows(x["own"]))]
+
+
+def _split_lines(split: dict[str, Any] | None) -> list[str]:
+    """The in-place split of a first-sight rebuild (ops.bench.split), when the run has one."""
+    if not split:
+        return []
+    ms = split["ms_per_snapshot"]
+    total = sum(ms.values())
+    rows = [[part, f"{value:.2f}", f"{value / total:.0%}" if total else "-"]
+            for part, value in ms.items()]
+    return [f"A {split['strategy']} rebuild of {split['notes']:,} notes timed in place, by part "
+            "(sql: batched loads; tokens: the counter, first sight; write: the cache's "
+            "write pipeline; rest: the algorithm, rendering, the race check):", "",
+            *_table(["part", "ms per snapshot", "share"], [*rows, ["all", f"{total:.2f}", "100%"]])]
 
 
 def render_markdown(results: dict[str, Any], plots: Sequence[str] = ()) -> str:
