@@ -1,7 +1,8 @@
 """Where a first-sight rebuild's time goes, timed in place (no profiler between the calls).
 
 cProfile (ops.bench.profile) names the functions but doubles the time of small ones. Here the
-wavefront rebuild of the profile's foci runs as the nightly does, through three timing wrappers:
+wavefront rebuild of the rebuild section's foci runs as the nightly does (``Wiring.rebuild``: its
+pages, epochs and carry), through three timing wrappers:
 
 * ``sql``: every batched load of the source (the statements, the server's work, the driver's
   decoding, filling the view);
@@ -23,8 +24,6 @@ from typing import Any, cast
 from ops.bench.graph import Graph, wiring_for
 from ops.bench.plan import PAGE, Bench, ratio, say
 from service.context import ContextService
-from service.rebuild import rebuild
-from worker.compose import wall_ms
 
 __all__ = ["PARTS", "split_rebuild"]
 
@@ -74,23 +73,15 @@ class _TimedSource(_Timed):
 
 def split_rebuild(bench: Bench, graph: Graph, foci: list[int]) -> dict[str, Any]:
     """Milliseconds per snapshot of each part (and ``rest``) of a wavefront rebuild of ``foci``."""
-    clock, shared = _Clock(), graph.service
-    service = ContextService(cast(Any, _TimedSource(shared.store, clock, {})),
-                             cast(Any, _Timed(shared.counter, clock, {"count": "tokens"})),
-                             shared.params)
-    wiring = wiring_for(bench, graph, "split")
-    cache = cast(Any, _Timed(wiring.cache, clock, {"write_many": "write"}))
-    s = wiring.settings
-
-    def run(ids: list[int]) -> Any:
-        return rebuild(service, cache, ids, strategies=("wavefront",), seeds=s.seeds,
-                       max_token_limit=s.max_token_limit, layered_limits=s.layered_limits,
-                       now_ms=wall_ms())
-
+    clock, shared, wiring = _Clock(), graph.service, wiring_for(bench, graph, "split")
+    wiring.service = ContextService(cast(Any, _TimedSource(shared.store, clock, {})),
+                                    cast(Any, _Timed(shared.counter, clock, {"count": "tokens"})),
+                                    shared.params)
+    wiring.cache = cast(Any, _Timed(wiring.cache, clock, {"write_many": "write"}))
     ids, warm = foci[PAGE:], foci[:PAGE]
-    run(warm)
+    wiring.rebuild(warm)
     clock.seconds = dict.fromkeys(PARTS, 0.0)
-    report = run(ids)
+    report = wiring.rebuild(ids)
     ms = {part: ratio(seconds * 1000, report.count) for part, seconds in clock.seconds.items()}
     ms["rest"] = ratio((report.seconds - sum(clock.seconds.values())) * 1000, report.count)
     say("rebuild time per snapshot, timed in place: "

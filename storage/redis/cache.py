@@ -255,14 +255,12 @@ class RedisCache:
 
     # -- writes ---------------------------------------------------------------------------------
     def write_many(self, envelopes: Sequence[Envelope]) -> list[bool]:
-        """CAS-write many snapshots in one pipeline (see the module docstring); accepted flags."""
+        """CAS-write many snapshots in one round trip, two on a cluster (module docstring); accepted
+        flags."""
         if not envelopes:
             return []
         index = self._index_calls(_foci_by_shown(envelopes))
-        again = not self._cluster  # a cluster keeps order per node only: step 3 waits for the scripts
-        replies = self._execute(lambda p: self._queue_writes(p, envelopes, index, again=again))
-        if not again:
-            self._execute(lambda p: self._queue(p, index))
+        replies = self._write_round_trips(envelopes, index)
         scripts = replies[len(index) : len(index) + len(envelopes)]  # after step 1
         accepted: list[bool] = []
         stale: dict[int, set[Any]] = {}
@@ -292,11 +290,21 @@ class RedisCache:
         return True
 
     # -- internals ------------------------------------------------------------------------------
-    def _queue_writes(self, pipe: Any, envelopes: Sequence[Envelope], index: Sequence[_Call], *,
-                      again: bool) -> None:
-        """Step 1 (``index``) for every envelope, then every CAS script, then (``again``) step 3
-        (``index`` again; module docstring). On one Redis every script then runs after its step 1
-        and before its step 3, which is all the ordering argument needs."""
+    def _write_round_trips(self, envelopes: Sequence[Envelope], index: Sequence[_Call]) -> list[Any]:
+        """Steps 1-3 (module docstring); the replies of steps 1-2. One connection keeps order, so on
+        one Redis step 3 follows in the same round trip; a cluster keeps it per node only, so there
+        step 3 is sent once the scripts answered."""
+        if not self._cluster:
+            return self._execute(lambda pipe: self._queue_writes(pipe, envelopes, index, index))
+        replies = self._execute(lambda pipe: self._queue_writes(pipe, envelopes, index))
+        self._execute(lambda pipe: self._queue(pipe, index))
+        return replies
+
+    def _queue_writes(self, pipe: Any, envelopes: Sequence[Envelope],
+                      index: Sequence[_Call], then: Sequence[_Call] = ()) -> None:
+        """Step 1 (``index``) for every envelope, then every CAS script, then ``then`` (step 3 in
+        the same round trip). Every script runs after its step 1 and before its step 3, which is
+        all the ordering argument needs."""
         self._queue(pipe, index)
         for env in envelopes:
             focus = env.note_id
@@ -304,8 +312,7 @@ class RedisCache:
             evalsha(pipe, self._write.sha, [key, self.keys.generation(focus), self.keys.shows(focus)],
                     env.encode(), env.generation, self.hard_ttl_s * 1000, self.index_ttl_ms,
                     _id_list(env.depends_on))
-        if again:
-            self._queue(pipe, index)
+        self._queue(pipe, then)
 
     def _index_calls(self, foci_by_shown: Mapping[Any, Collection[int]]) -> list[_Call]:
         """The script calls that ``SADD`` the foci to each ``dep:{X}`` and refresh its TTL, merged
