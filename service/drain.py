@@ -6,10 +6,12 @@ can take at once: one worker per shard at a time, and as many workers in paralle
 with work. The locks are held for one batch only, so between batches every session looks again for
 urgent work: an edit waits for at most one batch of a hub's wide rebuild on each busy worker.
 
-Also the one place of the policy "a rebuild raced an edit: put the focus back" (:func:`requeue`),
-which every writer of snapshots (drains, full rebuilds, reader write-backs, stale refreshes) follows:
-a snapshot that showed a note edited after the rebuild read its edit sequence may hold the old text,
-so its focus is rebuilt again from the dirty set (docs/redis.md, "The edit race").
+Also the one place of the policy "a rebuild raced an edit, or its write was refused: put the focus
+back" (:func:`requeue`), which every writer of snapshots (drains, full rebuilds, reader write-backs,
+stale refreshes) follows: a snapshot that showed a note edited after the rebuild read its edit
+sequence may hold the old text, and a refused write leaves the stored snapshot outdated with no
+promise that anyone else rebuilds it, so the focus is rebuilt again from the dirty set
+(docs/redis.md, "The edit race" and "The compare-and-set write").
 """
 
 from __future__ import annotations
@@ -44,8 +46,9 @@ def drain_once(
 ) -> DrainResult | None:
     """Rebuild up to ``batch`` settled dirty foci; None when none is settled.
 
-    A focus leaves the set only after its rebuild was written or found obsolete, and only if it was
-    not dirtied again meanwhile. Foci whose snapshot raced an edit go back in with a new score.
+    A focus leaves the set only after every write of its rebuild (or its removal, when found
+    deleted) was accepted, and only if it was not dirtied again meanwhile. Foci whose snapshot
+    raced an edit, or whose write the compare-and-set refused, go back in with a new score.
     Database or Redis outages propagate and leave the set untouched (the task retries).
     A per-note error (bad data) is logged and the focus let go: retrying cannot help it.
     """
@@ -142,6 +145,7 @@ def _locked_batch(
 
 
 def requeue(dirty: DirtyQueue, raced: Iterable[int], *, now_ms: int) -> int:
-    """Put foci whose snapshots raced an edit back into the dirty set; how many were new there."""
+    """Put foci whose snapshots raced an edit (or whose writes were refused) back into the dirty
+    set; how many were new there."""
     ids = list(raced)
     return dirty.add(ids, now_ms=now_ms) if ids else 0

@@ -191,8 +191,10 @@ class DirtyQueue(Protocol):
         """The shard ``note_id`` lives in."""
 
     def add(self, note_ids: Iterable[int], *, now_ms: int, urgent: bool = False) -> int:
-        """Mark dirty (a re-added id takes the new score; ``urgent`` moves it to the urgent lane,
-        and an id already there stays); how many were new."""
+        """Mark dirty, scored ``now_ms``; how many were new. An id already there always gets a new
+        score: ``now_ms``, or one above its score when ``now_ms`` is not ahead of it, so
+        :meth:`done` with a score taken before the add keeps it. ``urgent`` moves it to the urgent
+        lane, and an id already there stays."""
 
     def ready(self, *, settled_before_ms: float = float("inf")) -> list[int]:
         """Shards holding ids dirtied before ``settled_before_ms``: those with urgent ids first

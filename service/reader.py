@@ -310,10 +310,12 @@ class SnapshotReader:
 
     def _write_back(self, envelope: Envelope, seq: int | None) -> None:
         """CAS-write; then, like a rebuild, redo the focus if an edit raced the computation: it is
-        outdated at once (the next read computes again) and put back for a drain."""
+        outdated at once (the next read computes again) and put back for a drain. A refused write
+        is put back too (nothing to outdate): whoever moved the generation may not queue it."""
         try:
             if not self.store.write_many([envelope])[0]:
                 self.metrics.cas_rejections.inc()
+                self._put_back(envelope.note_id)
                 return
         except CacheUnavailable as err:  # Redis may have applied it before the reply was lost
             self._redis_error("could not write back note %s: %s", envelope.note_id, err)
@@ -336,6 +338,9 @@ class SnapshotReader:
             self.store.bump_generations([note_id])
         except CacheUnavailable as err:  # still put back: a drain rewrites it once Redis answers
             self._redis_error("could not outdate note %s: %s", note_id, err)
+        self._put_back(note_id)
+
+    def _put_back(self, note_id: int) -> None:
         try:
             if self.on_raced is not None:
                 self.on_raced(note_id)

@@ -10,9 +10,12 @@ another query. Order per epoch, which is what makes a slow rebuild harmless:
    earlier epoch whose workspace it carries on: service.carry);
 2. per batch, compute every configured (strategy, seed[, tokenLimit]) variant through
    :meth:`ContextService.compute_many` (one set of IN queries per round for the whole batch);
-3. CAS-write the envelopes with the generations read in step 1 (an event that bumped a counter
-   meanwhile makes the write refused: that focus is rebuilt by the event's own rebuild);
-   a focus found deleted or missing gets its snapshots and reverse-index entries removed (same CAS);
+3. CAS-write the envelopes with the generations read in step 1; a focus found deleted or missing
+   gets its snapshots and reverse-index entries removed (same CAS). A write or removal the CAS
+   refuses (a counter was bumped meanwhile) is reported in ``requeue``: its focus goes back into
+   the dirty set. Whoever bumped the counter may not queue it afterwards: a webhook's or change
+   capture's outdating bumps without queueing, and may land after its own event was already
+   taken by this very rebuild (docs/redis.md, "The compare-and-set write");
 4. read the edit stamps of every note the written snapshots show, and the stamp of
    :data:`FULL_REBUILD`: a stamp newer than the ``seq`` of step 1 means an edit (or the start of a
    full rebuild, which must not be overwritten by data read before it) raced this computation: the
@@ -69,9 +72,10 @@ class RebuildReport:
     """What a rebuild did.
 
     ``count``: snapshots written (accepted by the CAS); ``errors``: focus id -> message for foci that
-    could not be computed (other than not found); ``seconds``: wall time. ``rejected``: writes the
-    CAS refused (a newer generation exists); ``deleted``: foci found deleted or missing, whose
-    snapshots were removed; ``requeue``: foci an edit raced, to be put back into the dirty set.
+    could not be computed (other than not found); ``seconds``: wall time. ``rejected``: writes and
+    removals the CAS refused (a newer generation exists); ``deleted``: foci found deleted or
+    missing, whose snapshots were removed; ``requeue``: foci to put back into the dirty set, because
+    an edit raced their computation or the CAS refused one of their writes or their removal.
     """
 
     count: int
@@ -217,7 +221,7 @@ def _rebuild_batch(
                 envelopes.append(_envelope(result, computed.view, request, strategy,
                                            start.generations[focus], plan))
     try:
-        written, removed = _store(store, plan, envelopes, missing, start.generations, tally)
+        written, removed, refused = _store(store, plan, envelopes, missing, start.generations, tally)
         redo = raced(store, written, start.seq, removed)
     except CacheUnavailable:
         # the batch fails and is redone; until then nothing it may have written is served
@@ -225,7 +229,7 @@ def _rebuild_batch(
         raise
     if redo:  # what they just wrote may show an edited note's old text: outdated until redone
         store.bump_generations(redo)
-    tally.requeue |= redo
+    tally.requeue |= redo | refused
 
 
 def _valid_id(note_id: int, tally: _Tally) -> bool:
@@ -242,18 +246,22 @@ def _envelope(outcome: Outcome, view: GraphView, request: Request, strategy: str
 
 
 def _store(store: SnapshotCache, plan: _Plan, envelopes: list[Envelope], missing: set[int],
-           generations: dict[int, int], tally: _Tally) -> tuple[list[Envelope], set[int]]:
-    """Write and remove under compare-and-set; returns what went through. What was refused needs
-    no race check: its generation moved on, so whoever moved it outdated it and queued it again."""
+           generations: dict[int, int], tally: _Tally,
+           ) -> tuple[list[Envelope], set[int], set[int]]:
+    """Write and remove under compare-and-set; returns (the envelopes written, the foci removed,
+    the foci with a write or removal refused). What was refused needs no race check, since it
+    wrote nothing: its stored snapshots are already outdated by whoever moved the generation. But
+    it needs a redo, which that bump alone does not promise (module docstring, step 3)."""
     accepted = store.write_many(envelopes)
     written = [env for env, ok in zip(envelopes, accepted, strict=True) if ok]
-    tally.count += len(written)
-    tally.rejected += len(envelopes) - len(written)
+    refused = {env.note_id for env, ok in zip(envelopes, accepted, strict=True) if not ok}
     removed = {f for f in sorted(missing)
                if store.delete_focus(f, plan.keys(f), generation=generations[f])}
+    refused |= missing - removed
+    tally.count += len(written)
+    tally.rejected += len(envelopes) - len(written) + len(missing) - len(removed)
     tally.deleted |= removed
-    tally.rejected += len(missing) - len(removed)
-    return written, removed
+    return written, removed, refused
 
 
 def _outdate_unanswered(store: SnapshotCache, foci: set[int]) -> None:

@@ -86,8 +86,10 @@ class MemoryDirtySet:
             self.state.check()
             new = 0
             for i in map(int, note_ids):
-                new += i not in self.state.dirty
-                self.state.dirty[i] = float(now_ms)
+                held = self.state.dirty.get(i)
+                new += held is None
+                # an add always changes a held score (storage/redis/queue.py)
+                self.state.dirty[i] = float(now_ms if held is None or held < now_ms else held + 1)
                 if urgent:
                     self.state.urgent.add(i)
             return new

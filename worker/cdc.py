@@ -12,9 +12,9 @@ started. Then the invariants:
   ``graphrag.process_events`` task, with publisher confirms on RabbitMQ) and only then is the
   position after it stored (``<prefix>:cdc:position``, no TTL). After any crash the log is read again
   from the stored boundary: a transaction may be enqueued twice, which only marks foci dirty twice.
-* **Reads are fresh at once.** Once a transaction's events are enqueued, every snapshot showing a
-  note it changed is outdated (:func:`worker.server.outdating`, Redis only), so the reader computes
-  those instead of serving them, before a worker has even taken the event.
+* **Reads are fresh at once.** Before a transaction's events are enqueued, every snapshot showing
+  a note it changed is outdated (:func:`worker.server.outdating`, Redis only), so the reader computes
+  those instead of serving them, and no worker can take the event before that bump.
 * **What row images cannot describe is rebuilt.** A DDL or TRUNCATE of a watched table, a
   statement-logged change, or a stored position the server has purged → a logged full rebuild
   (the nightly dispatcher), then it carries on from the server's current position.

@@ -89,20 +89,26 @@ def celery_enqueuer(celery: Celery) -> Enqueue:
 
 
 def outdating(enqueue: Enqueue, outdate: Callable[[list[int]], object]) -> Enqueue:
-    """``enqueue``, then ``outdate`` the notes the events name (service.events.outdate_shown: every
-    snapshot showing one becomes outdated, which the reader computes instead of serving), so that
-    once the webhook has answered, or change capture has handed on a transaction, no read shows an
-    edited note's old text. Best effort after the enqueue: the event task bumps them again."""
+    """``outdate`` the notes the events name (service.events.outdate_shown: every snapshot showing
+    one becomes outdated, which the reader computes instead of serving), then ``enqueue``: once the
+    webhook has answered, or change capture has handed on a transaction, no read shows an edited
+    note's old text.
 
-    def enqueue_then_outdate(events: list[dict[str, Any]]) -> None:
-        enqueue(events)
+    Outdating comes first so that it precedes the event task, which bumps and marks dirty the
+    whole affected set: after it, a worker may already have taken the event's foci, and its
+    writes would then be refused by this bump and redone (service.rebuild) — correct, but a
+    rebuild wasted. The edit is committed in Doughnut's database either way, so a delivery the
+    broker refuses (503, the sender retries) outdates too. Best effort: a failure is logged and
+    the event task bumps them anyway."""
+
+    def outdate_then_enqueue(events: list[dict[str, Any]]) -> None:
         ids = [e["noteId"] for e in events if e.get("noteId") is not None]
-        if not ids:
-            return
-        try:
-            outdate(ids)
-        except Exception:  # best effort: the events are already enqueued
-            log.exception("could not outdate the snapshots of %d edited notes at once (their "
-                          "event task will)", len(ids))
+        if ids:
+            try:
+                outdate(ids)
+            except Exception:  # best effort: the event task outdates them too
+                log.exception("could not outdate the snapshots of %d edited notes at once (their "
+                              "event task will)", len(ids))
+        enqueue(events)
 
-    return enqueue_then_outdate
+    return outdate_then_enqueue

@@ -11,8 +11,11 @@ Invariants the scripts keep:
 * an id is in at most one lane of its shard: an urgent add moves it out of the wide lane, and a
   wide add of an id already urgent only updates its urgent score;
 * an id is removed only by ``done`` and only if its score is unchanged since ``take``, so a killed
-  worker loses nothing and an edit during a rebuild is not forgotten (a moved id's new score
-  differs, so it stays);
+  worker loses nothing and an edit during a rebuild is not forgotten;
+* every add changes the score of an id already there (to the add's clock, or to one above the held
+  score when that clock is not ahead of it), so "unchanged since ``take``" means "not added since":
+  two events whose clocks read the same millisecond, or a worker whose clock runs behind, cannot
+  make an add look like none;
 * ``take`` reads the urgent lane first and fills the batch up with wide ids (none with
   ``urgent_only``, which the drains use to write the urgent ids as a batch of their own), so a hub's
   thousands of dependents never delay the next edit's own note by more than one batch.

@@ -99,22 +99,31 @@ return 1
 """
 
 
-# Remove dirty members only if their score is still the one the drain read: a note dirtied again
-# while it was being rebuilt keeps its newer score and stays in the set.
 # The dirty set's shard scripts: KEYS[1] the urgent lane, KEYS[2] the wide lane (one hash tag), so an
 # id is in at most one lane and moves between them atomically (storage/redis/queue.py).
+# An add gives an id already there a score above the one it holds (at least one more): every add
+# changes the score, so ``done`` (below) never mistakes an add for none, even one made with the same
+# clock reading as the add a drain took.
 DIRTY_ADD_LUA = """
 local new = 0
+local now = tonumber(ARGV[1])
 for i = 3, #ARGV do
   local id = ARGV[i]
   local urgent = redis.call('ZSCORE', KEYS[1], id)
   local wide = redis.call('ZSCORE', KEYS[2], id)
-  if not urgent and not wide then new = new + 1 end
+  local score = now
+  if not urgent and not wide then
+    new = new + 1
+  else
+    local held = tonumber(urgent or wide)
+    if held >= now then score = held + 1 end
+  end
+  score = string.format('%.17g', score)
   if ARGV[2] == '1' or urgent then
-    redis.call('ZADD', KEYS[1], ARGV[1], id)
+    redis.call('ZADD', KEYS[1], score, id)
     if wide then redis.call('ZREM', KEYS[2], id) end
   else
-    redis.call('ZADD', KEYS[2], ARGV[1], id)
+    redis.call('ZADD', KEYS[2], score, id)
   end
 end
 return new
@@ -130,6 +139,8 @@ end
 return rows
 """
 
+# Remove dirty members only if their score is still the one the drain read: a note dirtied again
+# while it was being rebuilt has another score (every add changes it) and stays in the set.
 DIRTY_DONE_LUA = """
 local removed = 0
 for i = 1, #ARGV, 2 do

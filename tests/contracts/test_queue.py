@@ -69,6 +69,20 @@ class DirtyQueueContract:
         assert dirty.done(taken_before) == 0
         assert dirty.take(10, shard=1) == [(1, 2_000.0)]
 
+    def test_an_add_with_the_same_or_an_older_clock_still_keeps_a_taken_id(self, dirty: Any) -> None:
+        """Two events whose clocks read the same millisecond (or a worker's clock behind another's):
+        the second add still changes the score, so the drain that took the first lets nothing go."""
+        dirty.add([1, 5], now_ms=1_000)
+        taken = dirty.take(10, shard=1)
+        assert dirty.add([1], now_ms=1_000) == 0
+        assert dirty.add([5], now_ms=400, urgent=True) == 0
+        assert dirty.done(taken) == 0
+        assert dirty.take(10, shard=1) == [(5, 1_001.0), (1, 1_001.0)]
+        assert dirty.add([1], now_ms=1_001) == 0  # the same again: one more
+        assert dirty.add([1], now_ms=5_000) == 0  # a clock ahead: its own reading
+        assert dirty.take(10, shard=1, urgent_only=True) == [(5, 1_001.0)]
+        assert dirty.take(10, shard=1) == [(5, 1_001.0), (1, 5_000.0)]
+
     def test_a_wide_add_of_an_urgent_id_keeps_it_urgent_with_the_new_score(self, dirty: Any) -> None:
         dirty.add([2], now_ms=1_000, urgent=True)
         dirty.add([6], now_ms=500)

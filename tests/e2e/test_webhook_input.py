@@ -512,28 +512,37 @@ def test_before_answering_it_outdates_every_snapshot_showing_an_edited_note(
     assert cache.generations([7])[7] > 0 and len(recorder.calls) == 1
 
 
-def test_outdating_follows_the_enqueue_and_its_failure_never_fails_the_delivery(
+def test_outdating_precedes_the_enqueue_and_its_failure_never_fails_the_delivery(
     tmp_path: Path, guard: RedisCoordination, recorder: Recorder,
 ) -> None:
+    """Before the event task can run (and have a worker take its foci, whose writes a later bump
+    would refuse), and even when the broker refuses the delivery: the edit is committed either way."""
+    order: list[str] = []
     asked: list[list[int]] = []
 
     def outdate(ids: list[int]) -> None:
+        order.append(f"outdate (enqueued so far: {recorder.attempts})")
         asked.append(ids)
         if len(asked) == 1:
             raise CacheUnavailable("redis unreachable")
-        raise ValueError("a foreign value under a dep: key")  # not even a GraphRagError
+        if len(asked) == 2:
+            raise ValueError("a foreign value under a dep: key")  # not even a GraphRagError
 
     with outdating_client(tmp_path, guard, recorder, outdate) as client:
         body = payload(event(4))
         assert post(client, body, signed(body)).status_code == 202  # a CacheUnavailable
+        body = payload(event(7))
+        assert post(client, body, signed(body)).status_code == 202  # any other error
+        assert order == ["outdate (enqueued so far: 0)", "outdate (enqueued so far: 1)"]
         asked.clear()
         recorder.calls.clear()
         bad = payload(event(5))
         assert post(client, bad, signed(bad, secret=OTHER_SECRET)).status_code == 401
+        assert asked == []
         recorder.down = True
         body = payload(event(5), event(6))
         assert post(client, body, signed(body)).status_code == 503
-        assert asked == []
+        assert asked == [[5, 6]] and recorder.calls == []
         recorder.down = False
         assert post(client, body, signed(body)).status_code == 202
-    assert asked == [[5, 6]] and recorder.calls == [orjson.loads(body)["events"]]
+    assert asked == [[5, 6], [5, 6]] and recorder.calls == [orjson.loads(body)["events"]]

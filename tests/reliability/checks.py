@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import calendar
 import datetime as dt
+import re
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +29,7 @@ from tests.reliability.support import check_result
 from worker.settings import Settings
 
 TRUNCATE_BYTES = 150
+_FOCUS = re.compile(r":snap:\{(\d+)\}:")
 _EPOCH = dt.datetime(1970, 1, 1)
 
 
@@ -207,12 +209,23 @@ class CheckReport:
     def bad(self) -> int:
         return len(self.stale) + len(self.missing)
 
-    def summary(self, limit: int = 12) -> str:
+    def bad_foci(self) -> list[int]:
+        """The focus ids of the stale and missing snapshots, in key order."""
+        keys = [*self.stale, *self.missing]
+        return list(dict.fromkeys(int(m.group(1)) for k in keys if (m := _FOCUS.search(k))))
+
+    def summary(self, limit: int = 12, history: Callable[[int], list[str]] | None = None) -> str:
+        """What is wrong; with ``history`` (the edit log's :meth:`Doughnut.history`), also every
+        edit that changed or named each bad snapshot's focus."""
         lines = [f"{self.checked} snapshots checked ({self.expected} expected): "
                  f"{len(self.stale)} stale, {len(self.missing)} missing"]
         for key, problems in list(self.stale.items())[:limit]:
             lines.append(f"  {key}: {'; '.join(problems[:4])}")
         lines += [f"  missing {key}" for key in self.missing[:limit]]
+        for focus in self.bad_foci()[:limit] if history is not None else ():
+            edits = history(focus)
+            lines.append(f"  edits that changed or named note {focus}: {len(edits) or 'none'}")
+            lines += [f"    {edit}" for edit in edits]
         return "\n".join(lines)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import random
+import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -71,6 +72,29 @@ class _Mirror:
     deleted: dt.datetime | None = None
 
 
+@dataclass(frozen=True)
+class Edit:
+    """One committed edit: when (wall clock), which kind, its event, and the notes its SQL changed."""
+
+    at_s: float
+    op: str
+    event: dict[str, Any]
+    changed: frozenset[int]
+
+    def names(self, note_id: int) -> bool:
+        """Whether the edit changed ``note_id`` or its event names it (subject, parent, target)."""
+        refs = [self.event.get("noteId")]
+        for side in ("before", "after"):
+            refs += list((self.event.get(side) or {}).values())
+        return note_id in self.changed or note_id in refs
+
+    def line(self) -> str:
+        moment = dt.datetime.fromtimestamp(self.at_s, dt.UTC).strftime("%H:%M:%S.%f")[:-3]
+        sides = {k: self.event[k] for k in ("before", "after") if k in self.event}
+        return (f"{moment} {self.op}: {self.event['type']} of {self.event['noteId']} {sides or ''}"
+                f" (rows changed: {sorted(self.changed)})")
+
+
 @dataclass
 class _Deletion:
     root: int
@@ -97,6 +121,8 @@ class Doughnut:
         self.next_id = max(self.notes) + 1
         self.revision = 0
         self.ops: Counter[str] = Counter()
+        self.log: list[Edit] = []
+        self._changed: set[int] = set()
         self._names, self._weights = zip(*OPS, strict=True)
 
     # -- picking ---------------------------------------------------------------------------------
@@ -126,9 +152,10 @@ class Doughnut:
         return note_id is not None and note_id in self.notes and self.notes[note_id].deleted is None
 
     # -- SQL ---------------------------------------------------------------------------------------
-    def _sql(self, statement: str, **params: Any) -> None:
+    def _sql(self, statement: str, *, changed: Iterable[int], **params: Any) -> None:
         with self.engine.begin() as conn:
             conn.execute(text(statement), params)
+        self._changed.update(changed)
 
     def _event(self, kind: str, note_id: int, before: dict[str, int | None] | None = None,
                after: dict[str, int | None] | None = None) -> dict[str, Any]:
@@ -144,10 +171,17 @@ class Doughnut:
         """One random edit, committed; returns its event."""
         while True:
             op = self.rng.choices(self._names, self._weights)[0]
+            self._changed = set()
             event = getattr(self, f"_{op}")()
             if event is not None:
                 self.ops[op] += 1
+                self.log.append(Edit(time.time(), op, event, frozenset(self._changed)))
                 return event
+
+    def history(self, note_id: int) -> list[str]:
+        """The edits that changed ``note_id`` or whose events name it, oldest first (what a check
+        that finds its snapshot stale or missing prints)."""
+        return [edit.line() for edit in self.log if edit.names(note_id)]
 
     def _title(self) -> dict[str, Any]:
         note_id = self.rng.choice(self.live())
@@ -155,13 +189,13 @@ class Doughnut:
         tail = self.rng.choice(("", " 猫", " 🍩", " שלום"))
         base = ":link" if self.notes[note_id].target is not None else "Note"
         self._sql("UPDATE note SET topic_constructor = :t, updated_at = UTC_TIMESTAMP() WHERE id = :i",
-                  t=f"{base} {note_id} r{self.revision}{tail}", i=note_id)
+                  t=f"{base} {note_id} r{self.revision}{tail}", i=note_id, changed=[note_id])
         return self._event("note.updated", note_id)
 
     def _details(self) -> dict[str, Any]:
         note_id = self.rng.choice(self.live())
         self._sql("UPDATE note SET description = :d, updated_at = UTC_TIMESTAMP() WHERE id = :i",
-                  d=details_text(self.rng), i=note_id)
+                  d=details_text(self.rng), i=note_id, changed=[note_id])
         return self._event("note.updated", note_id)
 
     def _move(self) -> dict[str, Any] | None:
@@ -177,7 +211,7 @@ class Doughnut:
         new = self.rng.choice(parents)
         order = self.rng.randrange(0, 10**7)
         self._sql("UPDATE note SET parent_id = :p, sibling_order = :o, updated_at = UTC_TIMESTAMP() "
-                  "WHERE id = :i", p=new, o=order, i=note_id)
+                  "WHERE id = :i", p=new, o=order, i=note_id, changed=[note_id])
         self.notes[note_id].parent, self.notes[note_id].order = new, order
         return self._event("note.moved", note_id, {"parentId": old}, {"parentId": new})
 
@@ -191,7 +225,7 @@ class Doughnut:
                     if n.deleted is None and n.target in below and i not in below}
         ids = below | pointing
         stamp = dt.datetime(2025, 6, 1) + dt.timedelta(milliseconds=len(self.deletions) + 1)
-        self._sql(f"UPDATE note SET deleted_at = :t WHERE id IN ({_ids(ids)})", t=stamp)
+        self._sql(f"UPDATE note SET deleted_at = :t WHERE id IN ({_ids(ids)})", changed=ids, t=stamp)
         for i in ids:
             self.notes[i].deleted = stamp
         self.deletions.append(_Deletion(note_id, frozenset(ids), stamp))
@@ -214,7 +248,7 @@ class Doughnut:
                 if i == deletion.root or parent in back or self._is_live(parent):
                     back.add(i)
                     changed = True
-        self._sql(f"UPDATE note SET deleted_at = NULL WHERE id IN ({_ids(back)})")
+        self._sql(f"UPDATE note SET deleted_at = NULL WHERE id IN ({_ids(back)})", changed=back)
         for i in back:
             self.notes[i].deleted = None
         return self._event("note.restored", deletion.root)
@@ -226,8 +260,8 @@ class Doughnut:
         created = dt.datetime.now(dt.UTC).replace(tzinfo=None, microsecond=0)
         self._sql("INSERT INTO note (id, parent_id, target_note_id, sibling_order, topic_constructor, "
                   "description, created_at, updated_at) VALUES (:i, :p, :t, :o, :title, :d, :c, :c)",
-                  i=note_id, p=parent, t=target, o=order, title=title, d=details_text(self.rng),
-                  c=created)
+                  changed=[note_id], i=note_id, p=parent, t=target, o=order, title=title,
+                  d=details_text(self.rng), c=created)
         self.notes[note_id] = _Mirror(parent, target, order)
         return note_id
 
@@ -255,7 +289,7 @@ class Doughnut:
         if new in (old, note_id):
             return None
         self._sql("UPDATE note SET target_note_id = :t, updated_at = UTC_TIMESTAMP() WHERE id = :i",
-                  t=new, i=note_id)
+                  t=new, i=note_id, changed=[note_id])
         self.notes[note_id].target = new
         return self._event("note.updated", note_id, {"targetNoteId": old}, {"targetNoteId": new})
 

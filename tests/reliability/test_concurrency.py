@@ -181,7 +181,7 @@ def test_random_edits_with_rebuilds_nightlies_and_write_backs_leave_no_stale_sna
         failures = _unexpected_task_errors(logs)
         figure(f"concurrency ({on}): tasks that raised unexpectedly", dict(Counter(failures)) or 0)
         assert failures == [], f"tasks raised unexpectedly: {Counter(failures)}"
-        assert report.bad == 0, report.summary()
+        assert report.bad == 0, report.summary(history=doughnut.history)
 
 
 def test_the_check_finds_every_kind_of_stale_content() -> None:

@@ -147,7 +147,7 @@ class SigkillRun:
     stack: Stack
     log: KillLog
     sent: Counter[str]
-    ops: dict[str, int]
+    doughnut: Doughnut
     stranded: list[Stranded]  # taken by killed workers, not acknowledged, at the end of the kills
     kill_s: float
     errors: list[BaseException]
@@ -181,7 +181,7 @@ def _killed_stream(folder: Path, *, on: str, workers: int) -> Iterator[SigkillRu
                 _kill_once(stack, rng, wait_for_drain=k % 2 == 0, dead=dead, log=log)
             time.sleep(1.0)  # the stream goes on into the last worker's life
         stranded = [m for m in stack.broker.unacked() if m.delivered_at <= log.last_kill]
-        yield SigkillRun(stack, log, sent, dict(doughnut.ops), stranded,
+        yield SigkillRun(stack, log, sent, doughnut, stranded,
                          time.perf_counter() - started, errors)
 
 
@@ -200,7 +200,7 @@ def _kills_happened(run: SigkillRun) -> None:
         "kills": run.log.kills, "kills mid-drain": run.log.mid_drain,
         "tasks in flight at the kills (received, not finished)": dict(run.log.in_flight),
         "dirty notes at the kills (sum)": run.log.dirty_at_kill, "events": run.sent["events"],
-        "webhooks": run.sent["webhooks"], "edits": run.ops,
+        "webhooks": run.sent["webhooks"], "edits": dict(run.doughnut.ops),
         "stranded (unacknowledged by killed workers)": dict(_by_task(run.stranded)),
         "kill phase seconds": round(run.kill_s),
     }
@@ -231,7 +231,7 @@ def _nothing_lost_or_stale(run: SigkillRun) -> None:
            "quiescence)", f"{run.kill_s:.0f}, {waited:.0f}, {settle_s:.0f}")
     assert stack.dirty.size() == 0
     assert stack.broker.backlog() == 0 and stack.broker.undeliverable() == 0
-    assert report.bad == 0, report.summary()
+    assert report.bad == 0, report.summary(history=run.doughnut.history)
 
 
 def test_sigkill_the_worker_repeatedly_during_a_stream_of_edits(sigkill_run: SigkillRun) -> None:

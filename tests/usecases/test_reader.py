@@ -240,3 +240,21 @@ def test_a_write_back_whose_reply_is_lost_is_outdated_and_put_back(world: World)
     raw, counter = world.cache.read_current(SnapshotKey(10, "wavefront", 0))
     written = decode_envelope(raw)
     assert written is not None and written.generation < counter
+
+
+class _BumpedBeforeTheWriteBack(CacheProxy):
+    """An event's (or a webhook's) bump lands between the read's computation and its write-back."""
+
+    def write_many(self, envelopes: Any) -> list[bool]:
+        self.world.cache.bump_generations([env.note_id for env in envelopes])
+        return self.world.cache.write_many(envelopes)
+
+
+def test_a_refused_write_back_is_put_back_for_a_drain(world: World) -> None:
+    """Whoever moved the generation may not queue the focus (a webhook's outdating never does), so
+    the reader does: the answer was served live, and the snapshot is written by a drain."""
+    put_back: list[int] = []
+    refused = reader(world, store=_BumpedBeforeTheWriteBack(world), on_raced=put_back.append)
+    assert refused.get(10, seed=0).source == "live"
+    assert put_back == [10]
+    assert world.cache.read(SnapshotKey(10, "wavefront", 0)) is None
