@@ -4,9 +4,11 @@ affects"; docs/redis.md, "The edit race").
 For an event on note X: X itself; every focus in ``dep:X``; X's parent and target now and before;
 and X's nearest siblings (``sibling_radius`` on each side, in sibling order), whose nearest-sibling
 picks X can change. A delete or restore changes X's whole subtree and the link notes pointing into it
-(Doughnut stamps them together), so those count as edited too. Edited notes are stamped with the next
-edit sequence number *before* their reverse index is read, which closes the race with a rebuild that
-read them just before the edit (the rebuild re-checks the stamps after writing).
+(Doughnut stamps them together), so those count as edited too, and so do the link notes pointing at
+those links, whose object goes and comes back with them (``NoteSource.edit_scope``). Edited notes
+are stamped with the next edit sequence number *before* their reverse index is read, which closes
+the race with a rebuild that read them just before the edit (the rebuild re-checks the stamps after
+writing).
 """
 
 from __future__ import annotations

@@ -74,8 +74,9 @@ class NoteSource(Protocol):
         """Whether any note row exists, deleted ones included."""
 
     def edit_scope(self, roots: Iterable[int], *, limit: int = 10_000) -> set[int]:
-        """The notes a delete or restore of ``roots`` changes together with them (tree: the subtree
-        and the link notes pointing into it), ``roots`` included; bounded by ``limit``."""
+        """The notes a delete or restore of ``roots`` changes together with them (tree: the subtree,
+        the link notes pointing into it and the link notes pointing at those, whose object goes and
+        comes back), ``roots`` included; bounded by ``limit``."""
 
     def referrers_of(self, ids: Iterable[int]) -> dict[int, set[int]]:
         """Per id, every note linking to it, deleted or not (tree: link notes targeting it; wiki:

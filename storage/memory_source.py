@@ -102,7 +102,9 @@ class MemoryTree:
         while frontier and len(found) < limit:
             frontier = {n.id for n in self.notes.values() if n.parent_id in frontier} - found
             found |= frontier
-        return found | {n.id for n in self.notes.values() if n.target_note_id in found}
+        for _ in range(2):  # the links into the subtree, then the links to those (doughnut_2025)
+            found |= {n.id for n in self.notes.values() if n.target_note_id in found}
+        return found
 
     def referrers_of(self, ids: Iterable[int]) -> dict[int, set[int]]:
         self._check()

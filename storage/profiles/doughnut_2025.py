@@ -157,10 +157,14 @@ class Doughnut2025:
 
     # -- edits and paging -----------------------------------------------------------------------
     def edit_scope(self, roots: Iterable[int], *, limit: int = 10_000) -> set[int]:
-        """Descendants of ``roots`` (deleted or not) and the link notes pointing into that subtree.
+        """Descendants of ``roots`` (deleted or not), the link notes pointing into that subtree, and
+        the link notes pointing at those.
 
         Doughnut's soft delete stamps a note, its descendants and the link notes pointing at them,
-        and a restore clears them again: every one of those notes changed. Bounded by ``limit``.
+        and a restore clears them again: every one of those notes changed. A link note pointing at
+        one of those links is not stamped, but its object goes and comes back with it, so its
+        rendering changed too (and a snapshot of it computed meanwhile no longer lists the object
+        it regains). Bounded by ``limit``.
         """
         sql = self._statements()
         found = set(roots)
@@ -169,7 +173,8 @@ class Doughnut2025:
             while frontier and len(found) < limit:
                 frontier = self._ids(conn, sql.below, frontier) - found
                 found |= frontier
-            found |= self._ids(conn, sql.referrers, found)
+            for _ in range(2):  # the links into the subtree, then the links to those
+                found |= self._ids(conn, sql.referrers, found)
         return found
 
     def referrers_of(self, ids: Iterable[int]) -> dict[int, set[int]]:

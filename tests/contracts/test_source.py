@@ -37,11 +37,23 @@ FOCI = (1, 2, 10, 12, 20, 55, 60, 70, 80, 83, 84, CHAIN[-1], SIBLING_PARENT, 307
 
 @pytest.fixture(params=["memory", *BACKENDS])
 def source(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    yield from _source(request.param, tmp_path, hand_graph())
+
+
+@pytest.fixture(params=["memory", *BACKENDS])
+def linked_links(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    """The hand graph plus link notes pointing at link notes (56 -> 54 -> 50, 57 -> 56)."""
     graph = hand_graph()
-    if request.param == "memory":
+    graph.add(56, parent_id=1, target_id=54, title=":links a link")
+    graph.add(57, parent_id=1, target_id=56, title=":links a link to a link")
+    yield from _source(request.param, tmp_path, graph)
+
+
+def _source(backend: str, tmp_path: Path, graph: Any) -> Iterator[Any]:
+    if backend == "memory":
         yield MemoryTree(graph.records())
         return
-    with backend_engine(request.param, tmp_path) as engine:
+    with backend_engine(backend, tmp_path) as engine:
         store = new_store(engine)
         load_graph(store, graph)
         yield store
@@ -112,6 +124,12 @@ def test_every_strategy_gives_the_same_bytes_on_every_source(source: Any, strate
 def test_edit_scope_is_the_subtree_and_the_links_into_it(source: Any) -> None:
     assert source.edit_scope([50]) == {50, 51, 52, 54, 55}
     assert source.edit_scope([10]) == {10, 30, 31, 32, 33, 40, 41, 43, 44, 53, 66}
+
+
+def test_edit_scope_holds_the_links_whose_object_it_deletes_or_restores(linked_links: Any) -> None:
+    """56 points at 54, a link into 50's subtree: 54 goes and comes back with the subtree, and so
+    does 56's object. 57's object (56) stays, so 57 is not in the scope."""
+    assert linked_links.edit_scope([50]) == {50, 51, 52, 54, 55, 56}
 
 
 def test_paging_and_counts(source: Any) -> None:

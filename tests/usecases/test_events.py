@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 import orjson
@@ -11,6 +12,7 @@ from graphrag.errors import CacheUnavailable
 from service import events
 from service.envelope import SnapshotKey, decode_envelope
 from service.events import NoteEvent, affected_foci, sibling_radius
+from storage.records import TreeNote
 from tests.storage.graphs import hand_graph
 from tests.usecases.conftest import SEEDS, CacheProxy, World
 
@@ -148,3 +150,27 @@ def test_a_batch_whose_race_check_goes_unanswered_fails_with_what_it_wrote_outda
     raw, counter = world.cache.read_current(SnapshotKey(10, "wavefront", SEEDS[0]))
     written = decode_envelope(raw)
     assert written is not None and written.generation < counter
+
+
+def test_a_restore_reaches_the_link_notes_pointing_at_a_restored_link_note(world: World) -> None:
+    """Link note 46 points at link note 41, which points into Cat's subtree: deleting Cat deletes 41
+    with it (it points into the subtree) but not 46, whose snapshot, rebuilt meanwhile, shows no
+    object and so no 41. The restore brings 41 back: neither 46 nor the snapshots showing 46 (its
+    parent 12's) are in ``dep:{41}`` any more, yet 46's object is back, so the restore counts 46 as
+    edited, found through the database (the referrers of the subtree's referrers)."""
+    world.source.put(TreeNote(46, ":points at a link", parent_id=12, target_note_id=41))
+    world.rebuild(live(world))
+    gone = dt.datetime(2026, 1, 1)
+    for note in (10, 30, 31, 32, 33, 40, 43, 41, 44):  # Cat's subtree and the links into it
+        world.edit(note, deleted_at=gone)
+    world.events(NoteEvent("note.deleted", 10))
+    world.rebuild([i for i, _ in world.dirty.take(10_000)])
+    world.dirty.done(world.dirty.take(10_000))
+    assert not shows(world, 46, '"/n41"') and not shows(world, 12, '"/n41"')
+    assert shows(world, 12, '"/n46"')
+    for note in (10, 30, 31, 32, 33, 40, 43, 41, 44):
+        world.edit(note, deleted_at=None)
+    affected = world.events(NoteEvent("note.restored", 10))
+    assert {46, 12} <= affected
+    world.rebuild([i for i, _ in world.dirty.take(10_000)])
+    assert shows(world, 46, '"/n41"') and shows(world, 12, '"/n41"')
