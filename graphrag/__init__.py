@@ -7,8 +7,8 @@ Strategies are registered in :mod:`graphrag.strategies` (see docs/extending.md).
 """
 
 from graphrag import strategies as _strategies  # registers the built-in strategies
-from graphrag.batch import Computation, computation, run_batch
-from graphrag.errors import (
+from graphrag.core.batch import Computation, computation, run_batch
+from graphrag.core.errors import (
     ConfigurationError,
     DatabaseUnavailable,
     GraphRagError,
@@ -16,16 +16,14 @@ from graphrag.errors import (
     NoteNotFound,
     SchemaMismatch,
 )
-from graphrag.layered import LayeredParams
-from graphrag.model import Need, Ref, Relation, Row, Skeleton
-from graphrag.outcome import Costing, Outcome, Pick, slice_result
-from graphrag.params import Request, StrategyParams, check_note_id, config_hash
-from graphrag.strategy import Strategy
-from graphrag.strategy import get as get_strategy
-from graphrag.strategy import names as strategy_names
-from graphrag.strategy import register as register_strategy
-from graphrag.strategy import unregister as unregister_strategy
-from graphrag.tokens import (
+from graphrag.core.params import Request, StrategyParams, check_note_id, config_hash
+from graphrag.core.strategy import Strategy
+from graphrag.core.strategy import default as default_strategy
+from graphrag.core.strategy import get as get_strategy
+from graphrag.core.strategy import names as strategy_names
+from graphrag.core.strategy import register as register_strategy
+from graphrag.core.strategy import unregister as unregister_strategy
+from graphrag.core.tokens import (
     COUNTER_NAMES,
     CharsCounter,
     MemoCounter,
@@ -33,8 +31,11 @@ from graphrag.tokens import (
     TiktokenCounter,
     TokenCounter,
 )
-from graphrag.view import GraphView, MissingData
-from graphrag.wavefront import WavefrontParams
+from graphrag.tree.layered import LayeredParams
+from graphrag.tree.model import Need, Ref, Relation, Row, Skeleton
+from graphrag.tree.outcome import Costing, Outcome, Pick, slice_result
+from graphrag.tree.view import GraphView, MissingData
+from graphrag.tree.wavefront import WavefrontParams
 
 del _strategies
 
@@ -70,6 +71,7 @@ __all__ = [
     "check_note_id",
     "computation",
     "config_hash",
+    "default_strategy",
     "get_strategy",
     "register_strategy",
     "run_batch",

@@ -6,8 +6,9 @@ the note tree, focus-context on the wiki model). See docs/extending.md.
 
 from __future__ import annotations
 
-from graphrag import bfs, focus_strategy, layered, wavefront
-from graphrag.strategy import Strategy, register
+from graphrag.core.strategy import Strategy, register
+from graphrag.tree import bfs, layered, wavefront
+from graphrag.wiki.focus import strategy as focus_strategy
 
 __all__ = ["BUILT_IN"]
 

@@ -8,7 +8,7 @@ the maximum is replayed from its trace) when the read names no other viewer than
 Everything else is computed live and never stored.
 
 :func:`envelope_body` and :func:`outcome_body` produce the answer's bytes: Doughnut's result JSON,
-or for ``markdown`` the text (the tree strategies' layout of :mod:`graphrag.markdown`, or Doughnut
+or for ``markdown`` the text (the tree strategies' layout of :mod:`graphrag.tree.markdown`, or Doughnut
 2026's markdown) together with its ``{"markdown": ...}`` JSON.
 """
 
@@ -20,12 +20,12 @@ from typing import Any, Literal
 import orjson
 
 from graphrag import InvalidParameter, check_note_id, get_strategy, slice_result
-from graphrag.focus_render import markdown_json
-from graphrag.focus_strategy import WikiOutcome, replay
-from graphrag.focus_trace import Trace
-from graphrag.markdown import graph_markdown
-from graphrag.params import MAX_TOKEN_LIMIT_CEILING
-from graphrag.wiki import Viewer
+from graphrag.core.params import MAX_TOKEN_LIMIT_CEILING
+from graphrag.tree.markdown import graph_markdown
+from graphrag.wiki.focus.render import markdown_json
+from graphrag.wiki.focus.strategy import WikiOutcome, replay
+from graphrag.wiki.focus.trace import Trace
+from graphrag.wiki.model import Viewer
 from service.envelope import Envelope, SnapshotKey, key_limit
 
 __all__ = ["FORMATS", "Answer", "Ask", "envelope_body", "outcome_body", "parse_ask"]

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import orjson
 
 from graphrag import GraphRagError, NoteNotFound, Request
-from graphrag.errors import Forbidden
-from graphrag.render import loads as loads_json
+from graphrag.core.errors import Forbidden
+from graphrag.tree.render import loads as loads_json
 from service.context import ContextService
 from service.envelope import Envelope, decode_envelope
 from service.ports import SnapshotCache

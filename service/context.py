@@ -24,8 +24,8 @@ from graphrag import (
     get_strategy,
     run_batch,
 )
-from graphrag.focus_strategy import WikiWorkspace
-from graphrag.wiki_view import WikiView
+from graphrag.wiki.focus.strategy import WikiWorkspace
+from graphrag.wiki.view import WikiView
 from service.ports import NoteSource
 
 __all__ = ["Computed", "ContextService", "require_model"]

@@ -29,10 +29,10 @@ from typing import Any
 import orjson
 
 from graphrag import Request
-from graphrag import strategy as registry
-from graphrag.errors import InvalidParameter
-from graphrag.focus_strategy import WikiOutcome
-from graphrag.render import loads as loads_json
+from graphrag.core import strategy as registry
+from graphrag.core.errors import InvalidParameter
+from graphrag.tree.render import loads as loads_json
+from graphrag.wiki.focus.strategy import WikiOutcome
 
 __all__ = ["SCHEMA", "Envelope", "Fact", "SnapshotKey", "decode_envelope", "is_fresh", "key_limit"]
 

@@ -12,7 +12,7 @@ Two sides (docs/architecture.md):
 * :class:`QueueDepth` reads how many tasks wait on a broker queue (the nightly dispatcher's
   back-pressure), whichever broker carries them (Redis or RabbitMQ).
 
-Every implementation raises only the service's own errors (``graphrag.errors``): a driver error is
+Every implementation raises only the service's own errors (``graphrag.core.errors``): a driver error is
 translated at the seam with ``raise ... from``, so no redis-py or SQLAlchemy type or exception ever
 reaches a use case. Implementations: SQL profiles and Redis adapters in ``storage``, in-memory
 ones in ``storage.memory`` and ``storage.memory_cache`` (fast tests, and the same contract suites run

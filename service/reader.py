@@ -27,11 +27,12 @@ from graphrag import (
     Request,
     check_note_id,
     config_hash,
+    default_strategy,
     get_strategy,
     strategy_names,
 )
-from graphrag.errors import CacheUnavailable, Unavailable
-from graphrag.wiki import Viewer
+from graphrag.core.errors import CacheUnavailable, Unavailable
+from graphrag.wiki.model import Viewer
 from service.answers import Answer, Ask, envelope_body, outcome_body, parse_ask, trace_viewer
 from service.context import ContextService
 from service.envelope import Envelope, decode_envelope, is_fresh
@@ -47,9 +48,10 @@ Source = Literal["cache", "stale", "live"]
 
 @dataclass(frozen=True, slots=True)
 class ReaderConfig:
-    """What snapshots exist: strategies, seeds, the maximum tokenLimit and layered's limits."""
+    """What snapshots exist: strategies, seeds, the maximum tokenLimit and layered's limits.
+    ``strategies`` None: the registry's default strategy of the source's graph model."""
 
-    strategies: tuple[str, ...] | Callable[[], tuple[str, ...]] = ("wavefront",)
+    strategies: tuple[str, ...] | Callable[[], tuple[str, ...]] | None = None
     seeds: tuple[int, ...] = (0,)
     max_token_limit: int = 5000
     layered_limits: tuple[int, ...] = (2500, 5000)
@@ -83,7 +85,8 @@ class SnapshotReader:
         clock_ms: Callable[[], int] = _wall_ms, rng: random.Random | None = None,
     ) -> None:
         self.service, self.store, self.coordination, self.config = service, store, coordination, config
-        self._strategies = config.strategies
+        self._strategies = config.strategies if config.strategies is not None else (
+            lambda: (default_strategy(service.store.model),))
         self.metrics = metrics or ReaderMetrics.create()
         self.on_stale, self.on_raced, self.clock_ms = on_stale, on_raced, clock_ms
         self.rng = rng or random.Random()

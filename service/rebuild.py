@@ -40,7 +40,7 @@ from graphrag import (
     config_hash,
     get_strategy,
 )
-from graphrag.errors import CacheUnavailable, Forbidden
+from graphrag.core.errors import CacheUnavailable, Forbidden
 from service.carry import Carry
 from service.context import ContextService
 from service.envelope import Envelope, Fact, SnapshotKey, key_limit

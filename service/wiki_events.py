@@ -31,13 +31,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from graphrag.focus_trace import group_key
-from graphrag.wiki import WikiNeed, WikiNote
-from graphrag.wiki_view import WikiView
-from service.events import NoteEvent
-from service.ports import NoteSource
+from graphrag.wiki.focus.trace import group_key
+from graphrag.wiki.model import WikiNeed, WikiNote
+from graphrag.wiki.view import WikiView
+from service.note_event import NoteEvent
+from service.ports import NoteSource, SnapshotCache
 
-__all__ = ["changed_facts", "named_notes", "new_foci"]
+__all__ = ["affected_foci", "changed_facts", "named_notes", "new_foci"]
 
 _PLACED = frozenset({"note.created", "note.moved", "note.deleted", "note.restored"})
 
@@ -130,3 +130,15 @@ def named_notes(events: Sequence[NoteEvent]) -> set[int]:
         named.update(e.before_links or ())
         named.update(e.after_links or ())
     return named
+
+
+def affected_foci(events: Sequence[NoteEvent], notes: NoteSource,
+                  snapshots: SnapshotCache) -> tuple[set[int], set[int]]:
+    """The wiki model's (urgent, all) foci: all are the edited notes and every focus that read a
+    fact the events change, urgent those of them the events name (edited notes and their link
+    targets); the changed facts are stamped before their index is read (docs/redis.md, "The edit
+    race")."""
+    facts = changed_facts(events, notes)
+    snapshots.stamp_touched(facts)  # before reading dep:{fact} (see the module docstring)
+    affected = new_foci(events) | snapshots.dependents(facts)
+    return affected & named_notes(events), affected

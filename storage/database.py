@@ -1,7 +1,7 @@
 """The SQL plumbing every schema profile shares: engines, sessions, error translation, chunking.
 
 Driver errors never leave this package as driver types: :func:`translated` turns any SQLAlchemy
-error into :class:`~graphrag.errors.DatabaseUnavailable` with one line naming the cause (never the
+error into :class:`~graphrag.core.errors.DatabaseUnavailable` with one line naming the cause (never the
 statement, its parameters or a password). IN lists are chunked to at most ``in_chunk`` ids (50-100:
 MySQL switches from index dives to statistics at 200 values on a non-unique index).
 
@@ -25,7 +25,7 @@ from sqlalchemy import create_engine, event, make_url, text
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 
-from graphrag.errors import ConfigurationError, DatabaseUnavailable
+from graphrag.core.errors import ConfigurationError, DatabaseUnavailable
 
 __all__ = [
     "GROUP_CONCAT_MAX_LEN",

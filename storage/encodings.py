@@ -15,7 +15,7 @@ from pathlib import Path
 import tiktoken
 from tiktoken.load import load_tiktoken_bpe
 
-from graphrag.errors import ConfigurationError
+from graphrag.core.errors import ConfigurationError
 
 __all__ = ["CL100K_SHA256", "load_cl100k"]
 

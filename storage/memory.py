@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from graphrag.errors import CacheUnavailable
+from graphrag.core.errors import CacheUnavailable
 from service.envelope import Fact, SnapshotKey
 
 __all__ = [

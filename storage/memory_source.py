@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 from graphrag import GraphView, Need, Ref, Row, Skeleton
-from graphrag.errors import DatabaseUnavailable
+from graphrag.core.errors import DatabaseUnavailable
 from service.ports import Loader
 from storage.database import epoch_ms
 from storage.records import TreeNote

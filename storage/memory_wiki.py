@@ -1,12 +1,13 @@
 """An in-memory Doughnut 2026 database: the fast twin of the ``doughnut-2026`` profile.
 
-It answers every :class:`graphrag.wiki.WikiNeed` as the profile's SQL does (the rules are written out
-here from Doughnut's queries, independently of the algorithm), and passes the same NoteSource
-contract suite (tests/contracts), so the use cases of the wiki model run against it in milliseconds:
+It answers every :class:`graphrag.wiki.model.WikiNeed` as the profile's SQL does (the rules are
+written out here from Doughnut's queries, independently of the algorithm), and passes the same
+NoteSource contract suite (tests/contracts), so the use cases of the wiki model run against it in
+milliseconds:
 
 * ``referrers``: distinct, non-deleted notes with a ``note_wiki_title_cache`` row targeting the note,
   visible when in the target's notebook, or when the viewer owns their notebook through
-  ``ownership.user_id`` or subscribes to it; in sampling order (:func:`graphrag.wiki.sample_key`);
+  ``ownership.user_id`` or subscribes to it; in sampling order (:func:`graphrag.wiki.model.sample_key`);
   the rows come back with the list, as ``SELECT r.*`` returns them;
 * ``peers``: non-deleted notes with the folder id (any notebook), or at the notebook's root;
 * ``links``: the targets of the note's rows in row-id order (the target rows come along, as one JOIN
@@ -23,9 +24,9 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from graphrag.errors import DatabaseUnavailable
-from graphrag.wiki import Access, Folder, Notebook, Viewer, WikiNeed, WikiNote, sample_key
-from graphrag.wiki_view import WikiView
+from graphrag.core.errors import DatabaseUnavailable
+from graphrag.wiki.model import Access, Folder, Notebook, Viewer, WikiNeed, WikiNote, sample_key
+from graphrag.wiki.view import WikiView
 from service.ports import Loader
 
 __all__ = ["MemoryWiki"]

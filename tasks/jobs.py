@@ -18,10 +18,11 @@ from typing import Any
 
 from celery import shared_task
 
-from graphrag.errors import CacheUnavailable, DatabaseUnavailable
+from graphrag.core.errors import CacheUnavailable, DatabaseUnavailable
 from service.dispatch import dispatch_pages
 from service.drain import drain_session, requeue
-from service.events import NoteEvent, record_events
+from service.events import record_events
+from service.note_event import NoteEvent
 from service.ports import Lease
 from service.rebuild import start_full_rebuild
 from tasks.runtime import Runtime, current

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from graphrag.errors import ConfigurationError
+from graphrag.core.errors import ConfigurationError
 from worker.broker import broker_conf, is_amqp
 from worker.settings import load_settings
 

@@ -31,7 +31,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, TextContent
 
-from graphrag.markdown import graph_markdown
+from graphrag.tree.markdown import graph_markdown
 from service.context import ContextService
 from service.rebuild import rebuild
 from storage.redis.cache import RedisCache as SnapshotStore

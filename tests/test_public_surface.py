@@ -8,7 +8,8 @@ EXPECTED = {
     "MemoCounter", "MissingData", "Need", "NoteNotFound", "OnePerNoteCounter", "Outcome", "Pick", "Ref",
     "Relation", "Request", "Row", "SchemaMismatch", "Skeleton", "Strategy", "StrategyParams",
     "TiktokenCounter", "TokenCounter", "WavefrontParams", "check_note_id", "computation",
-    "config_hash", "get_strategy", "register_strategy", "run_batch", "slice_result",
+    "config_hash", "default_strategy", "get_strategy", "register_strategy", "run_batch",
+    "slice_result",
     "strategy_names", "unregister_strategy",
 }
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from graphrag import CharsCounter, MemoCounter, Request, TiktokenCounter
-from graphrag.errors import ConfigurationError
-from graphrag.params import config_hash
+from graphrag.core.errors import ConfigurationError
+from graphrag.core.params import config_hash
 from service.context import ContextService
 from tests.storage.wiki_rows import random_graph
 from worker.compose import build_counter, strategy_params

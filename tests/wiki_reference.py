@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 import re
 
-from graphrag.focus_types import FocusContextResult, FocusNoteOut, RelatedNoteOut
-from graphrag.wiki import Viewer, WikiNote
+from graphrag.wiki.focus.types import FocusContextResult, FocusNoteOut, RelatedNoteOut
+from graphrag.wiki.model import Viewer, WikiNote
 from tests.wiki_support import WikiGraph
 
 # Java's (?U)\s is the Unicode White_Space property (not Python's str.isspace, which adds U+001C-1F).

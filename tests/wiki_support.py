@@ -4,7 +4,7 @@ The rules are written out here from Doughnut's queries, independently of the cod
 
 * ``referrers``: distinct, non-deleted notes with a ``note_wiki_title_cache`` row targeting the note,
   visible when in the target's notebook, or when the viewer owns their notebook through
-  ``ownership.user_id`` or subscribes to it; in sampling order (:func:`graphrag.wiki.sample_key`,
+  ``ownership.user_id`` or subscribes to it; in sampling order (:func:`graphrag.wiki.model.sample_key`,
   checked against MySQL's CRC32 in the tests); the rows come back with the list, as ``SELECT r.*``
   returns them;
 * ``peers``: non-deleted notes with the folder id (any notebook), or at the notebook's root;
@@ -22,8 +22,8 @@ import zlib
 from collections.abc import Generator
 from typing import Any, TypeVar
 
-from graphrag.batch import run_batch
-from graphrag.focus_context import (
+from graphrag.core.batch import run_batch
+from graphrag.wiki.focus.context import (
     FocusContextParams,
     FocusContextResult,
     FocusRequest,
@@ -32,8 +32,8 @@ from graphrag.focus_context import (
     focus_context,
     trace,
 )
-from graphrag.wiki import WikiNeed
-from graphrag.wiki_view import WikiView
+from graphrag.wiki.model import WikiNeed
+from graphrag.wiki.view import WikiView
 from storage.memory_wiki import MemoryWiki
 
 T = TypeVar("T")

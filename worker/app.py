@@ -6,7 +6,7 @@ import sys
 
 from celery import Celery
 
-from graphrag.errors import ConfigurationError
+from graphrag.core.errors import ConfigurationError
 from worker.celery_app import create_celery
 from worker.settings import load_settings
 

@@ -34,7 +34,7 @@ from kombu.entity import Exchange, Queue
 from kombu.exceptions import ChannelError, KombuError
 from kombu.utils.url import maybe_sanitize_url
 
-from graphrag.errors import GraphRagError
+from graphrag.core.errors import GraphRagError
 
 __all__ = ["PARKED_MAX_LENGTH", "QUEUES", "KombuQueueDepth", "broker_conf", "check_broker",
            "declare_parking", "is_amqp", "parking_queue", "work_queue"]

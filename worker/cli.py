@@ -15,8 +15,8 @@ from typing import Any, TypeVar
 import click
 
 from graphrag import GraphRagError, strategy_names
-from graphrag.params import MAX_NOTE_ID, MAX_TOKEN_LIMIT_CEILING
-from graphrag.tokens import COUNTER_NAMES
+from graphrag.core.params import MAX_NOTE_ID, MAX_TOKEN_LIMIT_CEILING
+from graphrag.core.tokens import COUNTER_NAMES
 
 __all__ = ["main"]
 

@@ -14,8 +14,8 @@ import orjson
 from tqdm import tqdm
 
 from graphrag import GraphRagError, InvalidParameter, Request, get_strategy, strategy_names
-from graphrag.compare import Trial, compare, render_table
-from graphrag.wiki import Viewer
+from graphrag.tree.compare import Trial, compare, render_table
+from graphrag.wiki.model import Viewer
 from service.answers import outcome_body, parse_ask
 from service.audit import audit
 from service.context import ContextService, require_model

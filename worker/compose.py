@@ -20,7 +20,7 @@ from graphrag import (
     TiktokenCounter,
     TokenCounter,
 )
-from graphrag.focus_types import FocusContextParams
+from graphrag.wiki.focus.types import FocusContextParams
 from service.carry import Carry
 from service.context import ContextService
 from service.drain import requeue

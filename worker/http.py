@@ -24,8 +24,8 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from graphrag import DatabaseUnavailable, GraphRagError, InvalidParameter, NoteNotFound
-from graphrag.errors import CacheUnavailable, Forbidden, Unavailable
-from graphrag.wiki import Viewer
+from graphrag.core.errors import CacheUnavailable, Forbidden, Unavailable
+from graphrag.wiki.model import Viewer
 from service.reader import Served, SnapshotReader
 from worker.bearer import BearerGate
 from worker.webhook import MAX_BODY_BYTES, WebhookReceiver

@@ -52,7 +52,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
 from graphrag import GraphRagError, InvalidParameter
-from graphrag.errors import ConfigurationError
+from graphrag.core.errors import ConfigurationError
 from worker.compose import Wiring
 from worker.mcp_http import http_app
 from worker.mcp_source import Answer, ContextSource, ReaderContext

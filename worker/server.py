@@ -12,7 +12,7 @@ from kombu.exceptions import OperationalError
 from prometheus_client import CollectorRegistry
 
 from graphrag import GraphRagError
-from graphrag.errors import ConfigurationError
+from graphrag.core.errors import ConfigurationError
 from service.events import outdate_shown
 from service.metrics import ReaderMetrics
 from service.ports import NoteSource, SnapshotCache

@@ -1,7 +1,7 @@
 """Settings, read once from the environment at the composition root and passed down.
 
 Every variable is ``GRAPHRAG_<NAME>``; a bad or missing value fails at start-up with a
-:class:`~graphrag.errors.ConfigurationError` naming the variable.
+:class:`~graphrag.core.errors.ConfigurationError` naming the variable.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from urllib.parse import urlsplit
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from graphrag import strategy_names
-from graphrag.errors import ConfigurationError
+from graphrag import default_strategy, strategy_names
+from graphrag.core.errors import ConfigurationError
 
 __all__ = ["DEFAULT_DATABASE_URL", "Settings", "load_settings"]
 
@@ -40,7 +40,8 @@ class Settings(BaseSettings):
     strategy: str | None = None
     token_counter: Literal["tiktoken", "chars", "one-per-note"] = "tiktoken"
     tiktoken_file: Path | None = None
-    #: tiktoken counts remembered per exact note JSON, per worker process (0: none; graphrag.tokens).
+    #: tiktoken counts remembered per exact note JSON, per worker process (0: none;
+    #: graphrag.core.tokens).
     token_memo_entries: int = Field(default=100_000, ge=0, le=10_000_000)
     max_token_limit: int = Field(default=5000, ge=1, le=1_000_000)
     seeds: Annotated[tuple[int, ...], NoDecode] = (0,)
@@ -160,7 +161,7 @@ class Settings(BaseSettings):
             return self.strategy
         if self.strategies:
             return self.strategies[0]
-        return strategy_names(model)[0]
+        return default_strategy(model)
 
     @model_validator(mode="after")
     def _broker_not_on_the_cluster(self) -> Settings:

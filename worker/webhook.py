@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, m
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from graphrag import GraphRagError
-from service.events import EVENT_TYPES, SUBJECTS
+from service.note_event import EVENT_TYPES, SUBJECTS
 from service.ports import Coordination
 
 __all__ = ["MAX_BODY_BYTES", "WebhookReceiver"]

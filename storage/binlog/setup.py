@@ -27,7 +27,7 @@ from sqlalchemy.engine import URL, Connection
 from sqlalchemy.exc import ArgumentError, DBAPIError, SQLAlchemyError
 from sqlalchemy.pool import NullPool
 
-from graphrag.errors import DatabaseUnavailable, GraphRagError, InvalidParameter
+from graphrag.core.errors import DatabaseUnavailable, GraphRagError, InvalidParameter
 from storage.binlog.grants import Grants
 
 __all__ = [

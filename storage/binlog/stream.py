@@ -57,7 +57,7 @@ from pymysqlreplication.gtid import Gtid, GtidSet
 from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 from sqlalchemy.engine import URL
 
-from graphrag.errors import InvalidParameter
+from graphrag.core.errors import InvalidParameter
 from storage.binlog.grants import changed_tables
 from storage.binlog.setup import (
     BinlogPosition,

@@ -17,7 +17,7 @@ from sqlalchemy import inspect
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from graphrag.errors import ConfigurationError, DatabaseUnavailable, SchemaMismatch
+from graphrag.core.errors import ConfigurationError, DatabaseUnavailable, SchemaMismatch
 from service.ports import NoteSource
 from storage.database import reason
 from storage.profiles import doughnut_2025, doughnut_2026

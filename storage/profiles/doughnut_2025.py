@@ -20,7 +20,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import NoSuchTableError, SQLAlchemyError
 
 from graphrag import GraphView, Need, Ref, Row, Skeleton
-from graphrag.errors import DatabaseUnavailable, SchemaMismatch
+from graphrag.core.errors import DatabaseUnavailable, SchemaMismatch
 from service.ports import Loader
 from storage.database import chunks, epoch_ms, reason, translated
 from storage.profiles.tables_2025 import (

@@ -4,7 +4,7 @@ Notes live in folders inside notebooks; links are the rows of ``note_wiki_title_
 writes when it saves a note (never a re-parse of ``content``: Doughnut resolves links at save time,
 and resolving them again would disagree with it). Visibility comes from ``ownership``,
 ``subscription``, ``circle_user`` and ``bazaar_notebook``. The needs of the focus-context strategy
-(``graphrag.wiki.WikiNeed``) are answered in batches by the statements of
+(``graphrag.wiki.model.WikiNeed``) are answered in batches by the statements of
 :mod:`storage.profiles.wiki_statements`; every sampled list comes back with its note rows, and a list
 shorter than asked is marked complete.
 """
@@ -19,9 +19,18 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.engine import Connection, Engine
 
-from graphrag.errors import DatabaseUnavailable, SchemaMismatch
-from graphrag.wiki import Access, Folder, Notebook, PeerKey, ReferrerKey, Viewer, WikiNeed, WikiNote
-from graphrag.wiki_view import WikiView
+from graphrag.core.errors import DatabaseUnavailable, SchemaMismatch
+from graphrag.wiki.model import (
+    Access,
+    Folder,
+    Notebook,
+    PeerKey,
+    ReferrerKey,
+    Viewer,
+    WikiNeed,
+    WikiNote,
+)
+from graphrag.wiki.view import WikiView
 from service.ports import Loader
 from storage.database import chunks, epoch_ms, translated
 from storage.profiles import wiki_statements as sql
@@ -226,7 +235,7 @@ class Doughnut2026:
 
 
 def _grant(viewer: Viewer, r: Any) -> Access:
-    """Doughnut's two rules (see :mod:`graphrag.wiki`) from one row of the access statement."""
+    """Doughnut's two rules (see :mod:`graphrag.wiki.model`) from one row of the access statement."""
     owns = viewer.user_id is not None and r.user_id == viewer.user_id
     member, subscribed, bazaar = bool(r.member), bool(r.subscribed), bool(r.bazaar)
     return Access(readable=owns or member or subscribed or bazaar, inbound_visible=owns or subscribed)

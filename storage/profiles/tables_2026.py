@@ -54,7 +54,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects import mysql
 from sqlalchemy.engine import Connection, Engine
 
-from graphrag.errors import GraphRagError
+from graphrag.core.errors import GraphRagError
 
 __all__ = [
     "REQUIRED",

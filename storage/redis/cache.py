@@ -67,7 +67,7 @@ TTLs
     a ``dep`` key early; the nightly rebuild and the soft TTL bound the staleness that causes.
 
 Every redis-py connection or timeout error (and read-only/out-of-memory replies) leaves as
-:class:`~graphrag.errors.CacheUnavailable`. The client must use ``decode_responses=False``.
+:class:`~graphrag.core.errors.CacheUnavailable`. The client must use ``decode_responses=False``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Building the Redis client, and translating redis-py errors at the seam.
 
 Availability errors (connection refused or lost, timeouts, a read-only replica, out of memory, a
-cluster that is down or has a slot uncovered) leave as :class:`~graphrag.errors.CacheUnavailable`;
+cluster that is down or has a slot uncovered) leave as :class:`~graphrag.core.errors.CacheUnavailable`;
 the message names the cause, never a password. The client uses short timeouts and one quick retry:
 a reader must fail over to a live compute fast.
 
@@ -33,7 +33,7 @@ from redis.exceptions import (
 )
 from redis.retry import Retry
 
-from graphrag.errors import CacheUnavailable, ConfigurationError
+from graphrag.core.errors import CacheUnavailable, ConfigurationError
 
 __all__ = [
     "UNAVAILABLE", "build_client", "delete_prefix", "emulated_client", "evalsha", "is_cluster", "mget",

@@ -5,7 +5,7 @@ The benchmark (``ops/bench``) compares the reader with what a bare client does f
 so :func:`get_latencies_us` is exactly that: one ``GET`` and one ``orjson.loads`` per key, timed on
 the caller's client (the one the reader uses too, so both pay the same connection). Everything else
 here is bookkeeping with plain signatures (URLs, prefixes, key names, integers); clients are opaque
-``Any`` to callers, and every redis-py error leaves as :class:`~graphrag.errors.CacheUnavailable`,
+``Any`` to callers, and every redis-py error leaves as :class:`~graphrag.core.errors.CacheUnavailable`,
 so nothing outside this package sees a redis-py type. Not on any request path.
 """
 
@@ -22,7 +22,7 @@ from urllib.parse import urlsplit, urlunsplit
 import orjson
 import redis
 
-from graphrag.errors import CacheUnavailable
+from graphrag.core.errors import CacheUnavailable
 
 __all__ = [
     "ClaimedDatabase",

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from graphrag.errors import InvalidParameter
+from graphrag.core.errors import InvalidParameter
 from storage.binlog import BinlogPosition
 from storage.binlog.grants import Grants, changed_tables
 

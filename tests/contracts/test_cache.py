@@ -20,7 +20,7 @@ from redis.exceptions import RedisClusterException
 
 import graphrag
 from graphrag import CharsCounter, Costing, Request, StrategyParams, config_hash
-from graphrag.errors import CacheUnavailable
+from graphrag.core.errors import CacheUnavailable
 from service.carry import Carry
 from service.context import Computed, ContextService
 from service.envelope import Envelope, SnapshotKey, decode_envelope, is_fresh

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from graphrag.errors import CacheUnavailable
+from graphrag.core.errors import CacheUnavailable
 from tests.contracts.backends import CacheBackend, backend_named
 
 

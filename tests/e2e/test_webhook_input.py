@@ -31,10 +31,11 @@ from prometheus_client import CollectorRegistry
 from standardwebhooks.webhooks import Webhook
 
 from graphrag import CharsCounter, StrategyParams
-from graphrag.errors import CacheUnavailable
+from graphrag.core.errors import CacheUnavailable
 from service.context import ContextService
 from service.envelope import SnapshotKey
-from service.events import NoteEvent, outdate_shown
+from service.events import outdate_shown
+from service.note_event import NoteEvent
 from service.reader import ReaderConfig, SnapshotReader
 from storage.database import open_engine
 from storage.profiles.admin_2025 import create_tables

@@ -16,7 +16,7 @@ import redis
 from sqlalchemy.engine import Engine
 
 from graphrag import CharsCounter, Request, StrategyParams
-from graphrag.focus_strategy import WikiOutcome
+from graphrag.wiki.focus.strategy import WikiOutcome
 from service.context import ContextService
 from service.envelope import SnapshotKey
 from service.reader import ReaderConfig, SnapshotReader

@@ -7,7 +7,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from graphrag.errors import CacheUnavailable
+from graphrag.core.errors import CacheUnavailable
 from storage.redis import probe
 from tests.redis.readers import free_port, real_redis, redis_url, unique_prefix
 

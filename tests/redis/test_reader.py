@@ -28,7 +28,7 @@ from graphrag import (
     StrategyParams,
     config_hash,
 )
-from graphrag.errors import Unavailable
+from graphrag.core.errors import Unavailable
 from service.context import ContextService
 from service.envelope import Envelope, SnapshotKey, decode_envelope
 from service.metrics import ReaderMetrics

@@ -43,7 +43,8 @@ from graphrag import Costing, NoteNotFound, Request
 from service.context import Computed, ContextService
 from service.drain import drain_until
 from service.envelope import SnapshotKey
-from service.events import NoteEvent, record_events
+from service.events import record_events
+from service.note_event import NoteEvent
 from service.rebuild import RebuildReport
 from storage.database import open_engine
 from storage.redis.cache import RedisCache as SnapshotStore

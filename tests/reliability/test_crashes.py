@@ -50,7 +50,7 @@ import redis
 from fastapi.testclient import TestClient
 from sqlalchemy.engine import Engine
 
-from graphrag.errors import Unavailable
+from graphrag.core.errors import Unavailable
 from service.context import ContextService
 from service.envelope import SnapshotKey
 from service.reader import SnapshotReader

@@ -37,7 +37,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
 from graphrag import NoteNotFound, Request, StrategyParams, TiktokenCounter, strategy_names
-from graphrag.render import created_at
+from graphrag.tree.render import created_at
 from service.context import ContextService
 from service.reader import ReaderConfig, SnapshotReader
 from storage.database import epoch_ms

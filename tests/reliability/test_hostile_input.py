@@ -51,7 +51,7 @@ from prometheus_client import CollectorRegistry
 
 from graphrag import CharsCounter, StrategyParams, strategy_names
 from service.context import ContextService
-from service.events import EVENT_TYPES
+from service.note_event import EVENT_TYPES
 from service.reader import ReaderConfig, SnapshotReader
 from service.rebuild import rebuild
 from storage.database import open_engine

@@ -51,7 +51,8 @@ from graphrag import (
     strategy_names,
 )
 from service.context import ContextService
-from service.events import NoteEvent, record_events
+from service.events import record_events
+from service.note_event import NoteEvent
 from service.rebuild import rebuild
 from storage.database import open_engine
 from storage.redis.cache import RedisCache as SnapshotStore

@@ -36,7 +36,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy.engine import Engine
 
 from graphrag import Request
-from graphrag.focus_strategy import WikiOutcome
+from graphrag.wiki.focus.strategy import WikiOutcome
 from service.envelope import SnapshotKey, decode_envelope
 from storage.database import open_engine
 from storage.profiles.admin_2026 import create_tables, insert_rows

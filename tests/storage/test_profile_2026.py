@@ -19,7 +19,7 @@ from sqlalchemy import event, text
 from sqlalchemy.engine import Engine
 
 from graphrag import CharsCounter, DatabaseUnavailable, Request, SchemaMismatch, StrategyParams
-from graphrag.wiki import Viewer
+from graphrag.wiki.model import Viewer
 from service.context import ContextService
 from storage.profiles import open_source
 from storage.profiles.admin_2026 import create_tables, insert_rows
@@ -48,7 +48,7 @@ def service(engine: Engine) -> ContextService:
 
 
 def oracle(graph: WikiGraph, focus: int, limit: int, **kw: Any) -> bytes | type[Exception]:
-    from graphrag.focus_render import result_json
+    from graphrag.wiki.focus.render import result_json
 
     try:
         return result_json(result_of(graph, focus, limit, **kw))
@@ -74,7 +74,7 @@ def test_every_focus_gives_the_oracles_bytes(loaded: tuple[Engine, WikiGraph], l
 
 
 def test_depths_and_the_markdown_agree(loaded: tuple[Engine, WikiGraph]) -> None:
-    from graphrag.focus_render import render_markdown
+    from graphrag.wiki.focus.render import render_markdown
 
     engine, graph = loaded
     svc = service(engine)

@@ -11,7 +11,7 @@ from graphrag import Outcome
 
 
 def spec_u(seed: int, purpose: str, key: int) -> float:
-    """docs/algorithms.md's ``u``, written out independently of graphrag.rand."""
+    """docs/algorithms.md's ``u``, written out independently of graphrag.tree.rand."""
     digest = blake2b(f"{seed}:{purpose}:{key}".encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big") / 2**64
 

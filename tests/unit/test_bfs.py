@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graphrag import Relation, slice_result
-from graphrag.bfs import ordered_relationships, translate
-from graphrag.labels import label_of_path
+from graphrag.tree.bfs import ordered_relationships, translate
+from graphrag.tree.labels import label_of_path
 from tests.support import Graph, compute
 
 BFS = "relationship-bfs"

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import pytest
 
-from graphrag.errors import NoteNotFound
-from graphrag.focus_context import (
+from graphrag.core.errors import NoteNotFound
+from graphrag.wiki.focus.context import (
     FocusContextParams,
 )
-from graphrag.wiki import sample_key
+from graphrag.wiki.model import sample_key
 from tests.wiki_support import (
     OWNER,
     H,

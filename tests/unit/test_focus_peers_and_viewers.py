@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from graphrag.focus_context import NoteNotReadable
-from graphrag.focus_render import result_json
-from graphrag.wiki import Viewer
+from graphrag.wiki.focus.context import NoteNotReadable
+from graphrag.wiki.focus.render import result_json
+from graphrag.wiki.model import Viewer
 from tests.wiki_support import (
     OTHER,
     OWNER,

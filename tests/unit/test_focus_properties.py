@@ -19,9 +19,9 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from graphrag.batch import run_batch
-from graphrag.errors import GraphRagError
-from graphrag.focus_context import (
+from graphrag.core.batch import run_batch
+from graphrag.core.errors import GraphRagError
+from graphrag.wiki.focus.context import (
     FocusContextParams,
     FocusContextResult,
     FocusRequest,
@@ -30,9 +30,9 @@ from graphrag.focus_context import (
     cut,
     focus_context,
 )
-from graphrag.focus_render import render_markdown, result_json
-from graphrag.wiki import Viewer
-from graphrag.wiki_view import WikiView
+from graphrag.wiki.focus.render import render_markdown, result_json
+from graphrag.wiki.model import Viewer
+from graphrag.wiki.view import WikiView
 from tests.wiki_reference import java_estimate, reference_result
 from tests.wiki_support import WikiGraph, result_of, trace_of
 

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from graphrag.approx_tokens import estimate_tokens, java_utf8_length, truncate_tokens, utf16_length
-from graphrag.focus_render import (
+from graphrag.wiki.approx_tokens import estimate_tokens, java_utf8_length, truncate_tokens, utf16_length
+from graphrag.wiki.focus.render import (
     iso_instant,
     json_string,
     markdown_json,
@@ -22,7 +22,7 @@ from graphrag.focus_render import (
     result_json,
     safe_fence,
 )
-from graphrag.focus_types import FocusContextResult, FocusNoteOut, RelatedNoteOut
+from graphrag.wiki.focus.types import FocusContextResult, FocusNoteOut, RelatedNoteOut
 from tests.wiki_reference import java_estimate, java_truncate
 from tests.wiki_support import OWNER, H, WikiGraph, result_of
 
@@ -236,7 +236,7 @@ def test_cutting_twice_is_cutting_once_at_the_smaller_size(text: str, a: int, b:
 
 @given(st.integers(-(2**31), 2**31 - 1))
 def test_the_wiki_share_is_javas_floor_of_three_quarters(related_tokens: int) -> None:
-    from graphrag.focus_types import FocusContextParams
+    from graphrag.wiki.focus.types import FocusContextParams
 
     assert FocusContextParams().wiki_budget(related_tokens) == math.floor(related_tokens * 0.75)
 

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from graphrag.batch import run_batch
-from graphrag.focus_context import FocusContextParams, FocusRequest, TraceTooSmall, cut, focus_context
-from graphrag.model import Need
-from graphrag.wiki import Viewer, WikiNeed
-from graphrag.wiki_view import WikiView
+from graphrag.core.batch import run_batch
+from graphrag.wiki.focus.context import (
+    FocusContextParams,
+    FocusRequest,
+    TraceTooSmall,
+    cut,
+    focus_context,
+)
+from graphrag.wiki.model import Viewer, WikiNeed
+from graphrag.wiki.view import WikiView
 from tests.wiki_support import OWNER, one_notebook, trace_of
 
 
@@ -68,11 +73,11 @@ def test_a_small_budget_reads_less_than_a_large_one() -> None:
 
 
 # -- needs, the view and batching -----------------------------------------------------------------
-def test_wiki_needs_merge_with_the_drivers_empty_need_and_keep_the_longer_ask() -> None:
+def test_wiki_needs_merge_and_keep_the_longer_ask() -> None:
     viewer = Viewer(user_id=OWNER)
     a = WikiNeed.of(notes={1}, referrers={(5, None, viewer): 3}, peers={(1, None, 7): 2})
     b = WikiNeed.of(folders={2}, referrers={(5, None, viewer): 9}, access={(viewer, 1)})
-    merged = Need() | a | b
+    merged = a | b
     assert isinstance(merged, WikiNeed)
     assert merged.referrer_lengths() == {(5, None, viewer): 9} and merged.peer_lengths() == {
         (1, None, 7): 2

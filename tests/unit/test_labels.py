@@ -6,8 +6,8 @@ import itertools
 
 import pytest
 
-from graphrag.labels import PRIORITY, WEIGHTS, label_of_path, priority
-from graphrag.model import Relation as R
+from graphrag.tree.labels import PRIORITY, WEIGHTS, label_of_path, priority
+from graphrag.tree.model import Relation as R
 
 
 @pytest.mark.parametrize(

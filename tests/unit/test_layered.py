@@ -343,7 +343,7 @@ def test_same_seed_same_bytes_and_seeds_differ() -> None:
 def test_finished_runs_are_freed_at_once_not_left_to_the_cycle_collector() -> None:
     """A run's handlers close over the run. Every run drops them when it ends, so a batch's dead
     runs never pile up for a full collection (once a third of its time)."""
-    from graphrag import layered as module
+    from graphrag.tree import layered as module
 
     g = Graph()
     g.add(1, title="root")

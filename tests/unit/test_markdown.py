@@ -1,4 +1,4 @@
-"""The markdown layout of a GraphRAGResult (graphrag.markdown): golden files on the bundled sample
+"""The markdown layout of a GraphRAGResult (graphrag.tree.markdown): golden files on the bundled sample
 notebook for every tree strategy, a reader written from the module's documented layout that must get
 every fact of the JSON back, and the edge cases (link notes, null/empty/truncated details, backticks,
 hostile titles, no related notes).
@@ -22,8 +22,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graphrag.markdown import graph_markdown
-from graphrag.model import Relation
+from graphrag.tree.markdown import graph_markdown
+from graphrag.tree.model import Relation
 from storage.sample import SAMPLE_FOCUS_IDS, sample_notes
 from tests.support import Graph, compute
 from tests.unit.helpers import doc

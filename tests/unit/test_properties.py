@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 import graphrag
 from graphrag import CharsCounter, OnePerNoteCounter, Request, TokenCounter
-from graphrag.labels import WEIGHTS
-from graphrag.model import Relation
+from graphrag.tree.labels import WEIGHTS
+from graphrag.tree.model import Relation
 from tests.support import DAY_MS, NOW_MS, Graph, compute, compute_all, compute_preloaded
 
 DETAILS = [None, "", "short", "é" * 100, "中" * 60, "x" * 300, "😀" * 40 + "tail"]

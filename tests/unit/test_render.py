@@ -9,8 +9,8 @@ import orjson
 import pytest
 
 from graphrag import Ref, Row
-from graphrag.model import Relation
-from graphrag.render import bare_note, created_at, dumps, focus_note, truncate_details
+from graphrag.tree.model import Relation
+from graphrag.tree.render import bare_note, created_at, dumps, focus_note, truncate_details
 from tests.support import Graph, compute
 from tests.unit.helpers import doc
 

@@ -456,7 +456,7 @@ def test_exact_score_ties_go_to_the_smaller_id() -> None:
 
 def test_related_notes_are_in_descending_relationship_groups() -> None:
     out = wf(family(), 5)
-    weights = [graphrag.labels.WEIGHTS[graphrag.Relation(r)] for _, r in rels(out)]
+    weights = [graphrag.tree.labels.WEIGHTS[graphrag.Relation(r)] for _, r in rels(out)]
     assert weights == sorted(weights, reverse=True)
     assert {10.0, 5.0, 2.0} <= set(weights)
 

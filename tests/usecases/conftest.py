@@ -18,7 +18,8 @@ import pytest
 from graphrag import CharsCounter, StrategyParams
 from service.carry import Carry
 from service.context import ContextService
-from service.events import NoteEvent, record_events, sibling_radius
+from service.events import record_events, sibling_radius
+from service.note_event import NoteEvent
 from service.ports import SnapshotCache
 from service.rebuild import RebuildReport, rebuild
 from storage.memory import MemoryCoordination, MemoryDirtySet, MemoryState

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from graphrag.errors import DatabaseUnavailable
+from graphrag.core.errors import DatabaseUnavailable
 from service.carry import Carry
 from service.envelope import decode_envelope
-from service.events import NoteEvent
+from service.note_event import NoteEvent
 from service.rebuild import start_full_rebuild
 from tests.usecases.conftest import CacheProxy, World
 

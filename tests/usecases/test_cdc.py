@@ -12,7 +12,7 @@ from typing import Any, Literal
 import pytest
 
 from service.cdc import events_of
-from service.events import NoteEvent
+from service.note_event import NoteEvent
 
 AT = "2026-11-23T10:00:00.000Z"
 

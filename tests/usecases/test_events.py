@@ -8,10 +8,12 @@ from typing import Any
 import orjson
 import pytest
 
-from graphrag.errors import CacheUnavailable
-from service import events
+from graphrag.core.errors import CacheUnavailable
+from service import tree_events
 from service.envelope import SnapshotKey, decode_envelope
-from service.events import NoteEvent, affected_foci, sibling_radius
+from service.events import sibling_radius
+from service.note_event import NoteEvent
+from service.tree_events import affected_foci
 from storage.records import TreeNote
 from tests.storage.graphs import hand_graph
 from tests.usecases.conftest import SEEDS, CacheProxy, World
@@ -98,7 +100,7 @@ def test_an_edits_children_and_referring_links_are_urgent_unless_it_is_a_hub(
     urgent, affected = affected_foci([NoteEvent("note.updated", 10)], world.source, world.cache,
                                      sibling_radius=radius)
     assert close <= urgent <= affected
-    monkeypatch.setattr(events, "CLOSE_LIMIT", 3)  # note 10: more children and links than that
+    monkeypatch.setattr(tree_events, "CLOSE_LIMIT", 3)  # note 10: more children and links than that
     urgent, hub_affected = affected_foci([NoteEvent("note.updated", 10)], world.source, world.cache,
                                          sibling_radius=radius)
     assert not close & urgent and hub_affected == affected  # the same work, only later

@@ -20,12 +20,13 @@ from typing import Any
 import pytest
 
 from graphrag import CharsCounter, Request, StrategyParams
-from graphrag.focus_strategy import WikiOutcome
-from graphrag.wiki import Folder, Notebook, Viewer
+from graphrag.wiki.focus.strategy import WikiOutcome
+from graphrag.wiki.model import Folder, Notebook, Viewer
 from service.context import ContextService
 from service.drain import drain_until
 from service.envelope import SnapshotKey, decode_envelope
-from service.events import NoteEvent, record_events
+from service.events import record_events
+from service.note_event import NoteEvent
 from service.reader import ReaderConfig, SnapshotReader
 from service.rebuild import RebuildReport, rebuild
 from storage.memory import MemoryCoordination, MemoryDirtySet, MemoryState

@@ -16,7 +16,8 @@ from typing import Any
 
 from service.drain import drain_once, drain_until
 from service.envelope import Envelope, SnapshotKey, decode_envelope
-from service.events import NoteEvent, outdate_shown
+from service.events import outdate_shown
+from service.note_event import NoteEvent
 from service.rebuild import RebuildReport
 from tests.usecases.conftest import SEEDS, STRATEGIES, CacheProxy, World
 

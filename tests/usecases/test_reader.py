@@ -9,10 +9,11 @@ import orjson
 import pytest
 
 from graphrag import CharsCounter, NoteNotFound, Request, StrategyParams
-from graphrag.errors import CacheUnavailable, Unavailable
+from graphrag.core.errors import CacheUnavailable, Unavailable
 from service.context import ContextService
 from service.envelope import Fact, SnapshotKey, decode_envelope
-from service.events import NoteEvent, outdate_shown
+from service.events import outdate_shown
+from service.note_event import NoteEvent
 from service.reader import ReaderConfig, Served, SnapshotReader
 from service.rebuild import FULL_REBUILD
 from tests.usecases.conftest import (

@@ -24,13 +24,14 @@ from graphrag import (
     Strategy,
     StrategyParams,
     config_hash,
+    default_strategy,
     get_strategy,
     register_strategy,
     strategy_names,
     unregister_strategy,
 )
-from graphrag import strategy as strategy_registry
-from graphrag.outcome import outcome_by_labels, prepare_focus, within_budget
+from graphrag.core import strategy as strategy_registry
+from graphrag.tree.outcome import outcome_by_labels, prepare_focus, within_budget
 from service.envelope import SnapshotKey, decode_envelope
 from service.reader import ReaderConfig, SnapshotReader
 from tests.usecases.conftest import MAX_LIMIT, SEEDS, World
@@ -105,6 +106,17 @@ def test_every_strategy_declares_what_the_service_reads() -> None:
         assert spec.model in ("tree", "wiki") and spec.version >= 1
         assert dataclasses.is_dataclass(spec.params) and spec.sibling_radius >= 0
     assert strategy_names("tree")[0] == "wavefront"
+
+
+def test_each_graph_model_has_its_default_from_the_registry(world: World) -> None:
+    """The service names no strategy: a reader configured without strategies serves the default
+    of its source's model, the first one registered for it."""
+    assert (default_strategy("tree"), default_strategy("wiki")) == ("wavefront", "focus-context")
+    with pytest.raises(InvalidParameter):
+        default_strategy("no-such-model")
+    reader = SnapshotReader(world.service, world.cache, world.coordination, ReaderConfig(),
+                            clock_ms=world.clock)
+    assert reader.strategies() == (strategy_names(world.source.model)[0],)
 
 
 def _changed(value: Any) -> Any:

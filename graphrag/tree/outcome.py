@@ -10,12 +10,12 @@ from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from graphrag.errors import NoteNotFound
-from graphrag.model import Need, Relation, Row, Skeleton
-from graphrag.rand import u
-from graphrag.render import bare_note, dumps, focus_note
-from graphrag.tokens import TokenCounter
-from graphrag.view import GraphView
+from graphrag.core.errors import NoteNotFound
+from graphrag.core.tokens import TokenCounter
+from graphrag.tree.model import Need, Relation, Row, Skeleton
+from graphrag.tree.rand import u
+from graphrag.tree.render import bare_note, dumps, focus_note
+from graphrag.tree.view import GraphView
 
 __all__ = [
     "Costing",

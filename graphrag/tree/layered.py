@@ -17,12 +17,12 @@ from __future__ import annotations
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 
-from graphrag.model import Need, Relation
-from graphrag.model import Relation as R
-from graphrag.outcome import Costing, Focus, Outcome, Pick, in_sibling_order, prepare_focus
-from graphrag.params import Request
-from graphrag.strategy import Strategy
-from graphrag.view import MissingData
+from graphrag.core.params import Request
+from graphrag.core.strategy import Strategy
+from graphrag.tree.model import Need, Relation
+from graphrag.tree.model import Relation as R
+from graphrag.tree.outcome import Costing, Focus, Outcome, Pick, in_sibling_order, prepare_focus
+from graphrag.tree.view import MissingData
 
 __all__ = ["STRATEGY", "LayeredParams", "layered"]
 

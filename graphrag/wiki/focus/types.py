@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from graphrag.errors import Forbidden, GraphRagError, InvalidParameter
-from graphrag.wiki import Viewer
+from graphrag.core.errors import Forbidden, GraphRagError, InvalidParameter
+from graphrag.wiki.model import Viewer
 
 __all__ = [
     "FocusContextParams",

@@ -18,8 +18,8 @@ from typing import Any
 
 import orjson
 
-from graphrag import strategy as registry
-from graphrag.errors import InvalidParameter
+from graphrag.core import strategy as registry
+from graphrag.core.errors import InvalidParameter
 
 __all__ = [
     "MAX_NOTE_ID",
@@ -57,7 +57,7 @@ class Request:
     token_limit: int
     now_ms: int
     traversal_token_limit: int | None = None
-    #: whose view (wiki model): a ``graphrag.wiki.Viewer``; None = the focus notebook's owner
+    #: whose view (wiki model): a ``graphrag.wiki.model.Viewer``; None = the focus notebook's owner
     viewer: Any = None
     #: traversal depth (wiki model); None = the strategy's parameters
     max_depth: int | None = None

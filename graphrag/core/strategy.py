@@ -21,9 +21,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from graphrag.errors import InvalidParameter
+from graphrag.core.errors import InvalidParameter
 
-__all__ = ["LIMIT_MODES", "MODELS", "Strategy", "get", "names", "register", "unregister"]
+__all__ = ["LIMIT_MODES", "MODELS", "Strategy", "default", "get", "names", "register", "unregister"]
 
 #: The graph models a strategy can need: the 2025 note tree, or 2026's folders and wiki links.
 MODELS = ("tree", "wiki")
@@ -88,6 +88,16 @@ def unregister(name: str) -> None:
 def names(model: str | None = None) -> tuple[str, ...]:
     """Registered names in registration order, optionally only those of one graph model."""
     return tuple(s.name for s in _REGISTRY.values() if model is None or s.model == model)
+
+
+def default(model: str) -> str:
+    """The default strategy of graph ``model``: its first registered one (wavefront on the note
+    tree, focus-context on the wiki model); an unknown or empty model is an
+    :class:`InvalidParameter`."""
+    found = names(model)
+    if not found:
+        raise InvalidParameter("strategy", f"no strategy for the graph model {model!r}")
+    return found[0]
 
 
 def get(name: str) -> Strategy:

@@ -1,12 +1,12 @@
 """The budget-independent trace of one focus-context computation, and its JSON form.
 
 A :class:`Trace` holds everything Doughnut's procedure reads for any combined budget from 1 up to
-``max_token_limit``, so :func:`graphrag.focus_cut.cut` replays the procedure for any such budget
+``max_token_limit``, so :func:`graphrag.wiki.focus.cut.cut` replays the procedure for any such budget
 without the database:
 
 * the focus's rendered fields, its body cut to ``min(focus cap, max_token_limit)`` tokens (a smaller
   budget cuts it again: re-truncation equals truncating the original, see
-  :mod:`graphrag.approx_tokens`) and whether that already shortened it;
+  :mod:`graphrag.wiki.approx_tokens`) and whether that already shortened it;
 * the focus's outgoing, inbound (cap 20) and sibling (cap 6) URI lists;
 * the wiki ladder: every wiki note any budget can emit, in emission order, with depth and path. Depth
   d+1 only runs when every note of depth d got in, so the notes emitted for a wiki budget W are
@@ -29,8 +29,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from graphrag.focus_types import FocusContextParams
-from graphrag.wiki import Viewer
+from graphrag.wiki.focus.types import FocusContextParams
+from graphrag.wiki.model import Viewer
 
 __all__ = ["TRACE_FORMAT", "FocusFields", "NoteFields", "PeerList", "Trace", "WikiStep", "group_key"]
 

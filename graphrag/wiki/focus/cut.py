@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from graphrag.approx_tokens import estimate_tokens, truncate_tokens, utf16_length
-from graphrag.focus_trace import NoteFields, Trace, WikiStep
-from graphrag.focus_types import FocusContextResult, FocusNoteOut, RelatedNoteOut, TraceTooSmall
+from graphrag.wiki.approx_tokens import estimate_tokens, truncate_tokens, utf16_length
+from graphrag.wiki.focus.trace import NoteFields, Trace, WikiStep
+from graphrag.wiki.focus.types import FocusContextResult, FocusNoteOut, RelatedNoteOut, TraceTooSmall
 
 __all__ = ["cut", "focus_uri"]
 

@@ -2,16 +2,16 @@
 
 The traversal of ``FocusContextRetrievalService`` (b2c0268c09) depends on the budget only through
 where the greedy cuts fall; :func:`trace` records everything any budget from 1 to ``max_token_limit``
-can use (see :mod:`graphrag.focus_trace`) and :func:`graphrag.focus_cut.cut` replays the cuts.
+can use (see :mod:`graphrag.wiki.focus.trace`) and :func:`graphrag.wiki.focus.cut.cut` replays the cuts.
 
 Why a ladder suffices: at each depth the wiki phase emits unique proposals while budget remains, so
 depth d+1 runs only when every hydratable proposal of depth d was emitted, and then its frontier is
 all of them. The emitted notes for any wiki budget are therefore a prefix of one list, built depth by
 depth and stopped where the costs reach the largest wiki budget any allowed budget gives.
 
-Data is read through a :class:`~graphrag.wiki_view.WikiView`; each stage yields the
-:class:`~graphrag.wiki.WikiNeed` of everything it can name from what is loaded so far, so a batch of
-foci shares its queries. Rules taken over from Doughnut's source:
+Data is read through a :class:`~graphrag.wiki.view.WikiView`; each stage yields the
+:class:`~graphrag.wiki.model.WikiNeed` of everything it can name from what is loaded so far, so a
+batch of foci shares its queries. Rules taken over from Doughnut's source:
 
 * outgoing(P): P's cache rows in row order; a target that is absent or deleted, or whose notebook (P's
   notebook when the target has none) the viewer may not read, is dropped; first row per target wins;
@@ -28,14 +28,14 @@ from __future__ import annotations
 from collections.abc import Callable, Generator, Iterable
 from functools import partial
 
-from graphrag.approx_tokens import estimate_tokens, truncate_tokens, utf16_length
-from graphrag.errors import NoteNotFound
-from graphrag.focus_cut import focus_uri
-from graphrag.focus_trace import FocusFields, NoteFields, PeerList, Trace, WikiStep, group_key
-from graphrag.focus_types import FocusContextParams, FocusRequest, NoteNotReadable
-from graphrag.focus_walk import Walk
-from graphrag.wiki import MissingWiki, PeerKey, Viewer, WikiNeed, WikiNote, display_name
-from graphrag.wiki_view import WikiView
+from graphrag.core.errors import NoteNotFound
+from graphrag.wiki.approx_tokens import estimate_tokens, truncate_tokens, utf16_length
+from graphrag.wiki.focus.cut import focus_uri
+from graphrag.wiki.focus.trace import FocusFields, NoteFields, PeerList, Trace, WikiStep, group_key
+from graphrag.wiki.focus.types import FocusContextParams, FocusRequest, NoteNotReadable
+from graphrag.wiki.focus.walk import Walk
+from graphrag.wiki.model import MissingWiki, PeerKey, Viewer, WikiNeed, WikiNote, display_name
+from graphrag.wiki.view import WikiView
 
 __all__ = ["budget_bounds", "trace"]
 

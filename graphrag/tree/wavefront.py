@@ -13,9 +13,11 @@ from collections import Counter
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 
-from graphrag.labels import WEIGHTS, label_of_path, priority
-from graphrag.model import Need, Relation
-from graphrag.outcome import (
+from graphrag.core.params import Request
+from graphrag.core.strategy import Strategy
+from graphrag.tree.labels import WEIGHTS, label_of_path, priority
+from graphrag.tree.model import Need, Relation
+from graphrag.tree.outcome import (
     Costing,
     Focus,
     Outcome,
@@ -24,9 +26,7 @@ from graphrag.outcome import (
     prepare_focus,
     within_budget,
 )
-from graphrag.params import Request
-from graphrag.rand import u
-from graphrag.strategy import Strategy
+from graphrag.tree.rand import u
 
 __all__ = ["STRATEGY", "WavefrontParams", "wavefront"]
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
-from graphrag.outcome import Outcome
+from graphrag.tree.outcome import Outcome
 
 __all__ = ["Trial", "compare", "jaccard", "render_table"]
 

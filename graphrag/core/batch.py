@@ -1,6 +1,6 @@
 """Running many computations against one view, loading their data together.
 
-Each computation is a generator that yields the :class:`~graphrag.model.Need` it waits for. The driver
+Each computation is a generator that yields the need it waits for (its graph model's kind). The driver
 advances every computation of the batch to its next need, merges the needs, asks the loader once for
 the union (one IN query per kind per round, chunked by the loader), and repeats until all are done. So a
 batch of focus notes costs a handful of statements per wave, not per note.
@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable, Generator, Hashable, Mapping
 from typing import Any, Protocol, TypeVar
 
-from graphrag import strategy as registry
-from graphrag.errors import GraphRagError
-from graphrag.params import Request, StrategyParams
+from graphrag.core import strategy as registry
+from graphrag.core.errors import GraphRagError
+from graphrag.core.params import Request, StrategyParams
 
 __all__ = ["Computation", "computation", "run_batch"]
 

@@ -19,11 +19,18 @@ from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from graphrag.labels import label_of_path
-from graphrag.model import Need, Relation
-from graphrag.outcome import Costing, Focus, Outcome, outcome_by_labels, prepare_focus, within_budget
-from graphrag.params import Request
-from graphrag.strategy import Strategy
+from graphrag.core.params import Request
+from graphrag.core.strategy import Strategy
+from graphrag.tree.labels import label_of_path
+from graphrag.tree.model import Need, Relation
+from graphrag.tree.outcome import (
+    Costing,
+    Focus,
+    Outcome,
+    outcome_by_labels,
+    prepare_focus,
+    within_budget,
+)
 
 __all__ = [
     "PRIMITIVES", "STRATEGY", "BfsParams", "ordered_relationships", "relationship_bfs", "translate",

@@ -1,7 +1,7 @@
 """The focus-context strategy as the registry sees it: Doughnut 2026's FocusContext.
 
-:func:`focus_context_run` adapts a :class:`graphrag.params.Request` to the trace-then-cut algorithm
-of :mod:`graphrag.focus_context` and returns a :class:`WikiOutcome`: the trace (budget-independent,
+:func:`focus_context_run` adapts a :class:`graphrag.core.params.Request` to the trace-then-cut algorithm
+of :mod:`graphrag.wiki.focus.context` and returns a :class:`WikiOutcome`: the trace (budget-independent,
 sized for the request's traversal limit, so one stored trace answers every tokenLimit up to it), the
 result cut at the request's tokenLimit, and the facts the trace read (the reverse index of exact
 invalidation, docs/algorithms.md "Focus context"). Its smaller tokenLimits are answered by replaying
@@ -14,7 +14,9 @@ from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
-from graphrag.focus_context import (
+from graphrag.core.params import Request
+from graphrag.core.strategy import Strategy
+from graphrag.wiki.focus.context import (
     FocusContextParams,
     FocusContextResult,
     FocusRequest,
@@ -22,11 +24,9 @@ from graphrag.focus_context import (
     cut,
     trace,
 )
-from graphrag.focus_render import markdown_json, render_markdown, result_json
-from graphrag.params import Request
-from graphrag.strategy import Strategy
-from graphrag.wiki import WikiNeed
-from graphrag.wiki_view import WikiView
+from graphrag.wiki.focus.render import markdown_json, render_markdown, result_json
+from graphrag.wiki.model import WikiNeed
+from graphrag.wiki.view import WikiView
 
 __all__ = ["STRATEGY", "WikiOutcome", "WikiWorkspace", "focus_context_run", "replay"]
 

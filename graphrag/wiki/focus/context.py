@@ -3,9 +3,9 @@
 ``FocusContextRetrievalService.retrieve`` (Doughnut, commit b2c0268c09) walks the wiki-link graph from
 a focus note under one combined token budget. Here the walk is split in two:
 
-* :func:`trace` (a generator, driven by :func:`graphrag.batch.run_batch` or by hand) reads the graph
-  through a :class:`~graphrag.wiki_view.WikiView` and records, in a JSON-storable
-  :class:`~graphrag.focus_trace.Trace`, everything that any budget from 1 to the request's
+* :func:`trace` (a generator, driven by :func:`graphrag.core.batch.run_batch` or by hand) reads the graph
+  through a :class:`~graphrag.wiki.view.WikiView` and records, in a JSON-storable
+  :class:`~graphrag.wiki.focus.trace.Trace`, everything that any budget from 1 to the request's
   ``max_token_limit`` can use, and the facts it read;
 * :func:`cut` replays Doughnut's greedy procedure on a trace for one budget, without the database.
 
@@ -13,7 +13,7 @@ a focus note under one combined token budget. Here the walk is split in two:
 live computation at ``b``; :func:`focus_context` is that live computation.
 
 Deliberate differences from Doughnut: a deleted or absent focus raises
-:class:`~graphrag.errors.NoteNotFound` (Doughnut renders it); cross-depth duplicates are kept unless
+:class:`~graphrag.core.errors.NoteNotFound` (Doughnut renders it); cross-depth duplicates are kept unless
 ``dedupe_across_depths`` is set (Doughnut keeps them).
 """
 
@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from collections.abc import Generator
 
-from graphrag.focus_build import budget_bounds, trace
-from graphrag.focus_cut import cut
-from graphrag.focus_trace import Trace
-from graphrag.focus_types import (
+from graphrag.wiki.focus.build import budget_bounds, trace
+from graphrag.wiki.focus.cut import cut
+from graphrag.wiki.focus.trace import Trace
+from graphrag.wiki.focus.types import (
     FocusContextParams,
     FocusContextResult,
     FocusNoteOut,
@@ -33,8 +33,8 @@ from graphrag.focus_types import (
     RelatedNoteOut,
     TraceTooSmall,
 )
-from graphrag.wiki import WikiNeed
-from graphrag.wiki_view import WikiView
+from graphrag.wiki.model import WikiNeed
+from graphrag.wiki.view import WikiView
 
 __all__ = [
     "FocusContextParams",

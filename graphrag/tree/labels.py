@@ -10,7 +10,7 @@ import functools
 import re
 from collections.abc import Mapping
 
-from graphrag.model import Relation as R
+from graphrag.tree.model import Relation as R
 
 __all__ = ["PRIORITY", "WEIGHTS", "label_of_path", "priority"]
 

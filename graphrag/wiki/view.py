@@ -1,15 +1,15 @@
 """A batch-wide, read-through view of the wiki graph that never does I/O itself.
 
 Algorithms read through :class:`WikiView`. A read of something not loaded raises
-:class:`~graphrag.wiki.MissingWiki` naming it; algorithms normally ask first with :meth:`WikiView.ensure`
-(a generator yielding what is missing), and the batch driver loads the merged needs of every
-computation of the batch in one round of queries.
+:class:`~graphrag.wiki.model.MissingWiki` naming it; algorithms normally ask first with
+:meth:`WikiView.ensure` (a generator yielding what is missing), and the batch driver loads the merged
+needs of every computation of the batch in one round of queries.
 
 Sampled lists (referrers, peers) are kept as the longest prefix loaded so far plus whether that prefix
 is the whole list: a later ask for ``n`` items is answered by any loaded prefix of at least ``n`` items
-or by a complete list. Because the lists are in a fixed order (:func:`~graphrag.wiki.sample_key`), the
-first ``cap`` items that survive an exclusion set ``X`` are found in the first ``cap + |X|`` items, which
-is what Doughnut's "exclude in SQL, then LIMIT cap" returns.
+or by a complete list. Because the lists are in a fixed order (:func:`~graphrag.wiki.model.sample_key`),
+the first ``cap`` items that survive an exclusion set ``X`` are found in the first ``cap + |X|`` items,
+which is what Doughnut's "exclude in SQL, then LIMIT cap" returns.
 """
 
 from __future__ import annotations
@@ -18,8 +18,7 @@ from collections.abc import Generator, Iterable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from graphrag.model import Need
-from graphrag.wiki import (
+from graphrag.wiki.model import (
     Access,
     Folder,
     MissingWiki,
@@ -181,10 +180,8 @@ class WikiView:
             raise MissingWiki(WikiNeed.of(access={(viewer, notebook_id)})) from None
 
     # -- needs ------------------------------------------------------------------------------------
-    def missing(self, need: Need) -> WikiNeed:
+    def missing(self, need: WikiNeed) -> WikiNeed:
         """The part of ``need`` not loaded yet (folder chains are followed as far as loaded)."""
-        if not isinstance(need, WikiNeed):
-            need = WikiNeed(notes=need.notes)
         return WikiNeed.of(
             notes=(i for i in need.notes if i not in self._notes),
             folders=self._chain_gaps(need.folders),
@@ -204,7 +201,7 @@ class WikiView:
                 gaps |= miss.need.folders
         return gaps
 
-    def ensure(self, need: Need) -> Generator[WikiNeed, None, None]:
+    def ensure(self, need: WikiNeed) -> Generator[WikiNeed, None, None]:
         """Yield what is missing of ``need`` until the driver has loaded all of it."""
         for _ in range(64):  # each round loads something; the bound only guards a broken loader
             missing = self.missing(need)

@@ -5,7 +5,7 @@ Rows mirror the tables Doughnut's FocusContext reads (at commit b2c0268c09): ``n
 ``notebook`` with its owner, and the ``note_wiki_title_cache`` rows as ``links``. Names are the raw
 column values; :func:`display_name` applies the trim Doughnut's ``DisplayName`` applies on every read
 of a title, folder name or notebook name. The batch-wide view over these rows is
-:class:`graphrag.wiki_view.WikiView`.
+:class:`graphrag.wiki.view.WikiView`.
 
 Whose view: :class:`Viewer` is a user, or a circle read as "a member of that circle with no notebooks
 or subscriptions of their own" (the owner view of a circle-owned notebook). :class:`Access` is what
@@ -30,8 +30,6 @@ import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
-
-from graphrag.model import Need
 
 __all__ = [
     "Access",
@@ -165,8 +163,8 @@ def _no_ids() -> frozenset[int]:
 
 
 @dataclass(frozen=True, slots=True)
-class WikiNeed(Need):
-    """Data a wiki algorithm waits for, by kind (``notes`` is inherited from :class:`Need`).
+class WikiNeed:
+    """Data a wiki algorithm waits for, by kind.
 
     ``notes``: rows by id, deleted ones included; ids not found are recorded as absent.
     ``folders``: rows by id, each with its whole parent chain. ``notebooks``: rows by id.
@@ -174,12 +172,9 @@ class WikiNeed(Need):
     ``referrers``: (key, n) pairs, :data:`ReferrerKey` -> the first n live referrers the viewer may
     see, in sampling order. ``peers``: (key, n) pairs, :data:`PeerKey` -> the first n live direct
     members in sampling order. ``access``: (viewer, notebook id) pairs.
-
-    It subclasses :class:`Need` only so that the batch driver's ``Need() | need`` reaches
-    :meth:`__ror__` (Python tries a subclass's reflected operator first); the tree kinds it inherits
-    stay empty.
     """
 
+    notes: frozenset[int] = field(default_factory=_no_ids)
     folders: frozenset[int] = field(default_factory=_no_ids)
     notebooks: frozenset[int] = field(default_factory=_no_ids)
     links: frozenset[int] = field(default_factory=_no_ids)
@@ -215,15 +210,9 @@ class WikiNeed(Need):
     def peer_lengths(self) -> dict[PeerKey, int]:
         return dict(self.peers)
 
-    def __or__(self, other: Need) -> WikiNeed:
-        if not isinstance(other, WikiNeed):
-            return self.__ror__(other)
+    def __or__(self, other: WikiNeed) -> WikiNeed:
         return WikiNeed(
             notes=self.notes | other.notes,
-            children=self.children | other.children,
-            inbound=self.inbound | other.inbound,
-            ancestors=self.ancestors | other.ancestors,
-            rows=self.rows | other.rows,
             folders=self.folders | other.folders,
             notebooks=self.notebooks | other.notebooks,
             links=self.links | other.links,
@@ -232,23 +221,14 @@ class WikiNeed(Need):
             access=self.access | other.access,
         )
 
-    def __ror__(self, other: Need) -> WikiNeed:
-        lifted = WikiNeed(
-            notes=other.notes,
-            children=other.children,
-            inbound=other.inbound,
-            ancestors=other.ancestors,
-            rows=other.rows,
-        )
-        return lifted | self
-
     def __bool__(self) -> bool:
         return self.size() > 0
 
     def size(self) -> int:
         """How many ids and keys the need names, all kinds together."""
-        kinds = (self.folders, self.notebooks, self.links, self.referrers, self.peers, self.access)
-        return Need.size(self) + sum(map(len, kinds))
+        kinds = (self.notes, self.folders, self.notebooks, self.links, self.referrers, self.peers,
+                 self.access)
+        return sum(map(len, kinds))
 
 
 class MissingWiki(Exception):

@@ -1,16 +1,17 @@
 """A batch-wide, read-through view of the note graph that never does I/O itself.
 
 Algorithms read the graph through :class:`GraphView`. When a datum has not been loaded, the view
-raises :class:`MissingData` naming it (or an algorithm yields a :class:`~graphrag.model.Need` first via
-:meth:`GraphView.ensure`); the batch driver gathers the needs of every focus note in the batch, loads
-them in one set of IN queries, and resumes. A deleted or dangling note reads as absent everywhere.
+raises :class:`MissingData` naming it (or an algorithm yields a :class:`~graphrag.tree.model.Need`
+first via :meth:`GraphView.ensure`); the batch driver gathers the needs of every focus note in the
+batch, loads them in one set of IN queries, and resumes. A deleted or dangling note reads as absent
+everywhere.
 """
 
 from __future__ import annotations
 
 from collections.abc import Generator, Iterable
 
-from graphrag.model import Need, Row, Skeleton
+from graphrag.tree.model import Need, Row, Skeleton
 
 __all__ = ["MAX_ANCESTORS", "GraphView", "MissingData"]
 

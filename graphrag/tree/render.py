@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from graphrag.model import Relation, Row
+from graphrag.tree.model import Relation, Row
 
 __all__ = [
     "DETAILS_TRUNCATE_BYTES",

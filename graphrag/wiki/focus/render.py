@@ -20,8 +20,8 @@ import re
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 
-from graphrag.approx_tokens import join_surrogates
-from graphrag.focus_types import FocusContextResult, FocusNoteOut, RelatedNoteOut
+from graphrag.wiki.approx_tokens import join_surrogates
+from graphrag.wiki.focus.types import FocusContextResult, FocusNoteOut, RelatedNoteOut
 
 __all__ = [
     "iso_instant",

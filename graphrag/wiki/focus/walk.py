@@ -15,11 +15,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from graphrag.approx_tokens import estimate_tokens, truncate_tokens
-from graphrag.focus_trace import group_key
-from graphrag.focus_types import FocusContextParams, FocusRequest
-from graphrag.wiki import MissingWiki, PeerKey, ReferrerKey, Viewer, WikiNeed, WikiNote, display_name
-from graphrag.wiki_view import WikiView
+from graphrag.wiki.approx_tokens import estimate_tokens, truncate_tokens
+from graphrag.wiki.focus.trace import group_key
+from graphrag.wiki.focus.types import FocusContextParams, FocusRequest
+from graphrag.wiki.model import (
+    MissingWiki,
+    PeerKey,
+    ReferrerKey,
+    Viewer,
+    WikiNeed,
+    WikiNote,
+    display_name,
+)
+from graphrag.wiki.view import WikiView
 
 __all__ = ["Walk"]
 

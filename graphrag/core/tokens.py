@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Protocol
 
-from graphrag.errors import ConfigurationError
+from graphrag.core.errors import ConfigurationError
 
 __all__ = [
     "COUNTER_NAMES",
