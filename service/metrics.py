@@ -25,6 +25,7 @@ class ReaderMetrics:
     cas_rejections: Counter
     redis_errors: Counter
     database_errors: Counter
+    distrusted: Counter
     read_latency_s: Histogram
     live_latency_s: Histogram
 
@@ -47,6 +48,8 @@ class ReaderMetrics:
             cas_rejections=counter("cas_rejections", "Write-backs refused by a newer generation"),
             redis_errors=counter("redis_errors", "Reads that found Redis unavailable"),
             database_errors=counter("database_errors", "Live computes that found the database down"),
+            distrusted=counter("feed_distrusted_reads", "Reads answered from the database because "
+                               "the change feed was behind (service.feed)"),
             read_latency_s=Histogram("graphrag_read_seconds", "SnapshotReader.get latency",
                                      ["source"], registry=reg, buckets=_LATENCY_BUCKETS_S),
             live_latency_s=Histogram("graphrag_live_compute_seconds", "Live compute latency",
@@ -74,8 +77,9 @@ class CdcMetrics:
             events=Counter("graphrag_cdc_events", "Events enqueued for them", registry=reg),
             full_rebuilds=Counter("graphrag_cdc_full_rebuilds", "Full rebuilds queued (purged "
                                   "position, DDL, TRUNCATE)", registry=reg),
-            behind_seconds=Gauge("graphrag_cdc_behind_seconds", "Seconds since the stored position "
-                                 "last equalled the server's", registry=reg),
+            behind_seconds=Gauge("graphrag_cdc_behind_seconds", "How long ago the server was at "
+                                 "the stored position (NaN until it catches up after a start)",
+                                 registry=reg),
             behind_transactions=Gauge("graphrag_cdc_behind_transactions", "Transactions between "
                                       "the stored position and the server's (GTID positions)",
                                       registry=reg),

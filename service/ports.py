@@ -24,6 +24,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from service.envelope import Envelope, Fact, SnapshotKey
@@ -31,6 +32,8 @@ from service.envelope import Envelope, Fact, SnapshotKey
 __all__ = [
     "Coordination",
     "DirtyQueue",
+    "FeedBeat",
+    "FeedHeartbeat",
     "Lease",
     "Loader",
     "NoteSource",
@@ -229,6 +232,34 @@ class PositionStore(Protocol):
     def get(self) -> str | None: ...
 
     def put(self, position: str) -> None: ...
+
+    def forget(self) -> None:
+        """Remove it (change capture retired here)."""
+
+
+@dataclass(frozen=True, slots=True)
+class FeedBeat:
+    """The change feed's last heartbeat: ``age_ms`` since it was written (the cache's clock), and
+    how far the applied position trailed the server's then (``behind_ms``: how long ago the server
+    was where the feed had got to; -1 while unknown, a feed that has not caught up since it
+    started)."""
+
+    age_ms: int
+    behind_ms: int
+
+
+class FeedHeartbeat(Protocol):
+    """The change feed's proof of life (service.feed), kept beside its position (no TTL: a
+    heartbeat that stopped must read as old, not as absent)."""
+
+    def beat(self, *, behind_ms: int) -> None:
+        """Record now (the cache's clock) and how far behind the server the feed is (-1: unknown)."""
+
+    def read(self) -> FeedBeat | None:
+        """The last heartbeat, aged on the cache's clock; None when change capture never ran."""
+
+    def forget(self) -> None:
+        """Remove it (change capture retired: nothing to wait for)."""
 
 
 class ProgressLog(Protocol):

@@ -13,6 +13,7 @@ Cache down: compute live and say so; database down: serve any snapshot, however 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import random
 import time
@@ -63,12 +64,15 @@ class ReaderConfig:
 @dataclass(frozen=True, slots=True)
 class Served:
     """An answer and where it came from; ``age_s`` = seconds since it was computed. ``body`` is the
-    result JSON, or for a markdown read ``{"markdown": ...}`` with the text itself in ``text``."""
+    result JSON, or for a markdown read ``{"markdown": ...}`` with the text itself in ``text``.
+    ``reason``: why no snapshot was trusted for it, when the change feed is behind."""
 
     body: bytes
     source: Source
     age_s: float
     text: str | None = None
+    #: why the snapshots were not trusted for this read (the change feed is behind: service.feed)
+    reason: str | None = None
 
 
 def _wall_ms() -> int:
@@ -83,12 +87,14 @@ class SnapshotReader:
         config: ReaderConfig, *, metrics: ReaderMetrics | None = None,
         on_stale: Callable[[int], None] | None = None, on_raced: Callable[[int], object] | None = None,
         clock_ms: Callable[[], int] = _wall_ms, rng: random.Random | None = None,
+        distrust: Callable[[], str | None] = lambda: None,
     ) -> None:
         self.service, self.store, self.coordination, self.config = service, store, coordination, config
         self._strategies = config.strategies if config.strategies is not None else (
             lambda: (default_strategy(service.store.model),))
         self.metrics = metrics or ReaderMetrics.create()
         self.on_stale, self.on_raced, self.clock_ms = on_stale, on_raced, clock_ms
+        self.distrust = distrust  # why snapshots may not be served now (service.feed), no I/O
         self.rng = rng or random.Random()
         self.config_hashes = {s: config_hash(s, service.params, service.counter.name)
                               for s in strategy_names()}
@@ -153,6 +159,18 @@ class SnapshotReader:
 
     # -- paths ----------------------------------------------------------------------------------
     def _serve(self, ask: Ask) -> Served:
+        reason = self.distrust() if ask.stored_limit is not None else None
+        if reason is None:
+            return self._snapshot(ask)
+        self.metrics.distrusted.inc()
+        try:
+            return dataclasses.replace(self._live(ask, write=False), reason=reason)
+        except Unavailable:  # the database is down too: what Redis holds, as stale at best
+            served = self._snapshot(ask)
+            source: Source = "stale" if served.source == "cache" else served.source
+            return dataclasses.replace(served, source=source, reason=reason)
+
+    def _snapshot(self, ask: Ask) -> Served:
         if ask.stored_limit is None:
             return self._live(ask, write=False)
         try:

@@ -21,10 +21,12 @@ from dataclasses import dataclass, field
 
 from graphrag.core.errors import CacheUnavailable
 from service.envelope import Fact, SnapshotKey
+from service.ports import FeedBeat
 
 __all__ = [
     "MemoryCoordination",
     "MemoryDirtySet",
+    "MemoryFeedHeartbeat",
     "MemoryPositions",
     "MemoryProgress",
     "MemoryState",
@@ -54,6 +56,7 @@ class MemoryState:
     expiring: dict[str, tuple[str, int]] = field(default_factory=dict)
     progress: dict[str, dict[str, int | str]] = field(default_factory=dict)
     cdc_position: str | None = None
+    cdc_heartbeat: tuple[int, int] | None = None  # (written at ms, behind ms)
 
     def check(self) -> None:
         if self.down:
@@ -284,3 +287,33 @@ class MemoryPositions:
         with self.state.lock:
             self.state.check()
             self.state.cdc_position = position
+
+    def forget(self) -> None:
+        with self.state.lock:
+            self.state.check()
+            self.state.cdc_position = None
+
+
+class MemoryFeedHeartbeat:
+    """The change feed's heartbeat, in process memory, aged on the state's clock."""
+
+    def __init__(self, state: MemoryState | None = None) -> None:
+        self.state = state or MemoryState()
+
+    def beat(self, *, behind_ms: int) -> None:
+        with self.state.lock:
+            self.state.check()
+            self.state.cdc_heartbeat = (self.state.clock_ms(), int(behind_ms))
+
+    def read(self) -> FeedBeat | None:
+        with self.state.lock:
+            self.state.check()
+            if self.state.cdc_heartbeat is None:
+                return None
+            at_ms, behind_ms = self.state.cdc_heartbeat
+            return FeedBeat(max(0, self.state.clock_ms() - at_ms), behind_ms)
+
+    def forget(self) -> None:
+        with self.state.lock:
+            self.state.check()
+            self.state.cdc_heartbeat = None

@@ -47,6 +47,10 @@ def test_percentile_of_nothing_is_nan_and_sizes_are_named() -> None:
     assert [size_name(n) for n in (10_000, 100_000, 1_000_000, 2_500)] == ["10k", "100k", "1m", "2500"]
 
 
+#: figures newer than the committed runs (their sections exist there, these keys not yet)
+NEWER = frozenset({"reader.feed_bound_ratio_p50"})
+
+
 def test_the_report_renders_every_target_from_the_committed_results() -> None:
     # the full run predates the scale-out sections; the quick run has no 10k -> 1M scaling section
     allowed = {"latest.json": {"scaling"},
@@ -58,7 +62,7 @@ def test_the_report_renders_every_target_from_the_committed_results() -> None:
             assert target.label in markdown
         sections = {t.key.split(".")[0] for t in TARGETS}
         assert sections - results.keys() <= may_lack, name
-        present = [t for t in TARGETS if t.key.split(".")[0] in results]
+        present = [t for t in TARGETS if t.key.split(".")[0] in results and t.key not in NEWER]
         measured = [t for t in present if t.value(results) is not None]
         assert len(measured) >= len(present) - 1, name  # the quick run has no scaling spread
 

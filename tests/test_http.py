@@ -322,7 +322,7 @@ def test_database_and_redis_down_is_503(tmp_path: Path) -> None:
 def test_healthz_reports_every_component(svc: Service) -> None:
     response = svc.http.get("/healthz", auth=False)
     assert response.status_code == 200
-    assert response.json() == {"status": "ok", "redis": "ok", "database": "ok"}
+    assert response.json() == {"status": "ok", "redis": "ok", "database": "ok", "feed": "ok"}
 
 
 def samples(text: str) -> dict[str, float]:

@@ -48,7 +48,7 @@ from storage.binlog import (
     current_position,
     stream,
 )
-from storage.redis.positions import RedisPositions
+from storage.redis.positions import RedisFeedHeartbeat, RedisPositions
 from worker.cdc_lag import watched_lag
 from worker.celery_app import create_celery
 from worker.compose import Wiring
@@ -142,12 +142,13 @@ def run_cdc(settings: Settings, stop: threading.Event, metrics_port: int | None 
     if metrics_port is not None:
         start_http_server(metrics_port, registry=registry)
     server = partial(_server_position, settings.database_url)
-    with _kept(lease, stop, every_s=settings.cdc_lease_ms / 3000) as lost, \
-            watched_lag(capture.metrics, capture.positions, server):
+    heartbeat = RedisFeedHeartbeat(wiring.client, wiring.keys)
+    with _kept(lease, stop, every_s=settings.cdc_lease_ms / 3000) as lost:
         begin = capture.start()  # stored before the line below: what is committed after it is read
-        log.info("following the log of %s (%s profile) from %s",
-                 settings.database_url.rsplit("@", 1)[-1], model, begin.to_text())
-        capture.follow()
+        with watched_lag(capture.metrics, capture.positions, server, heartbeat):
+            log.info("following the log of %s (%s profile) from %s",
+                     settings.database_url.rsplit("@", 1)[-1], model, begin.to_text())
+            capture.follow()
     return not lost.is_set()
 
 

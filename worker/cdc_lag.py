@@ -1,9 +1,16 @@
-"""How far ``graphrag cdc`` is behind the server: compared once a second, exposed as gauges.
+"""How far ``graphrag cdc`` is behind the server: measured once a second, exposed as gauges and as the
+change feed's heartbeat (service.feed).
 
-The stored position (written after each transaction's events were enqueued) against the server's
-current one: equal means caught up. ``behind_seconds`` is the time since they were last equal (0 when
-caught up), ``behind_transactions`` the GTID sequence numbers between them summed over domains, and
-``behind_bytes`` the distance in the same log file for file positions.
+Every second the server's current position is read (one SQL statement: the feed's own ping of the
+server, so an idle database still gives a heartbeat) and kept with the time it was read. The lag is
+how long ago the server was at the position the feed has stored (written after a transaction's
+events were enqueued): the time of the newest kept sample the stored position has reached, so a
+feed that keeps up with a busy server within a second reads 0–1 s, however rarely the two positions
+are equal at the moment they are read. Until the stored position reaches a sample (a feed started
+behind the server, replaying what was committed while it was down) the lag is unknown, reported as
+-1 in the heartbeat: the reader does not trust snapshots while a backlog of unannounced edits may
+exist. ``behind_transactions`` (GTID sequence numbers summed over domains) and ``behind_bytes`` (file
+positions in the same file) are the distance to the server's position now.
 """
 
 from __future__ import annotations
@@ -12,15 +19,17 @@ import contextlib
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 
 from graphrag import GraphRagError
 from service.metrics import CdcMetrics
-from service.ports import PositionStore
+from service.ports import FeedHeartbeat, PositionStore
 
-__all__ = ["distance", "watched_lag"]
+__all__ = ["Lag", "distance", "reached", "watched_lag"]
 
 log = logging.getLogger("graphrag.cdc")
+UNKNOWN = -1
 
 
 def _seqs(gtid: str) -> dict[str, int]:
@@ -44,27 +53,61 @@ def distance(ours: str, server: str) -> tuple[int | None, int | None]:
     return None, None
 
 
+def reached(ours: str, then: str) -> bool:
+    """Whether the stored position ``ours`` is at or past the server's position ``then`` (a later
+    log file, or no transaction or byte left between them)."""
+    if ours == then:
+        return True
+    transactions, size = distance(ours, then)
+    if transactions is not None:
+        return transactions == 0
+    if size is not None:
+        return size <= 0
+    if ours.startswith("file:") and then.startswith("file:"):
+        return ours[5:].rpartition(":")[0] > then[5:].rpartition(":")[0]  # numbered log files
+    return False
+
+
+class Lag:
+    """The samples of the server's position, and how long ago it was where the feed is now."""
+
+    def __init__(self) -> None:
+        self._samples: deque[tuple[float, str]] = deque()
+        self._reached_at: float | None = None
+
+    def measure(self, ours: str, server: str, now_s: float) -> float | None:
+        """Seconds since the server was at ``ours`` (None: not known since the watch began)."""
+        self._samples.append((now_s, server))
+        while self._samples and reached(ours, self._samples[0][1]):
+            self._reached_at = self._samples.popleft()[0]
+        return None if self._reached_at is None else now_s - self._reached_at
+
+
 @contextlib.contextmanager
 def watched_lag(metrics: CdcMetrics, positions: PositionStore, server: Callable[[], str],
-                every_s: float = 1.0) -> Iterator[None]:
-    """Update the lag gauges from a thread while the block runs."""
-    done, since = threading.Event(), [time.monotonic()]
+                heartbeat: FeedHeartbeat, every_s: float = 1.0) -> Iterator[None]:
+    """Measure at once, then every ``every_s`` from a thread while the block runs: the gauges and
+    the heartbeat. A measurement that fails (the database or Redis unreachable) records nothing,
+    so the heartbeat ages."""
+    done, lag = threading.Event(), Lag()
 
     def measure() -> None:
         ours, theirs = positions.get() or "", server()
-        if ours == theirs:
-            since[0] = time.monotonic()
-        metrics.behind_seconds.set(time.monotonic() - since[0])
+        behind_s = lag.measure(ours, theirs, time.monotonic())
+        metrics.behind_seconds.set(float("nan") if behind_s is None else behind_s)
         transactions, size = distance(ours, theirs)
         metrics.behind_transactions.set(transactions if transactions is not None else float("nan"))
         metrics.behind_bytes.set(size if size is not None else float("nan"))
+        heartbeat.beat(behind_ms=UNKNOWN if behind_s is None else int(behind_s * 1000))
 
     def loop() -> None:
-        while not done.wait(every_s):
+        while True:
             try:
                 measure()
             except GraphRagError as err:
                 log.debug("lag not measured: %s", err)
+            if done.wait(every_s):
+                return
 
     watcher = threading.Thread(target=loop, name="graphrag-cdc-lag", daemon=True)
     watcher.start()

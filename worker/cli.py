@@ -205,11 +205,17 @@ def worker(concurrency: int, queues: str, loglevel: str) -> None:
 @click.option("--loglevel", default="info", show_default=True)
 @click.option("--metrics-port", type=click.IntRange(1, 65535), default=None,
               help="Serve Prometheus metrics (throughput, lag) on this port.")
+@click.option("--forget", is_flag=True,
+              help="Retire change capture here: delete its stored position and heartbeat and exit "
+                   "(readers stop waiting for its heartbeat; refused while an instance runs).")
 @reports_errors
-def cdc(loglevel: str, metrics_port: int | None) -> None:
+def cdc(loglevel: str, metrics_port: int | None, forget: bool) -> None:
     """Follow the database's binary log and enqueue the events of every committed change."""
-    from worker.commands import run_cdc_command
+    from worker.commands import forget_cdc, run_cdc_command
 
+    if forget:
+        click.echo(forget_cdc())
+        return
     run_cdc_command(loglevel, metrics_port)
 
 

@@ -30,12 +30,14 @@ __all__ = [
     "audit_lines",
     "compare_report",
     "context_bytes",
+    "forget_cdc",
     "init_database",
     "load_sample",
     "parse_now",
     "print_status",
     "queue_full_rebuild",
     "rebuild_here",
+    "run_cdc_command",
 ]
 
 
@@ -261,3 +263,23 @@ def run_cdc_command(loglevel: str, metrics_port: int | None = None) -> None:
         signal.signal(sig, lambda *_: stop.set())
     if not run_cdc(load_settings(), stop, metrics_port):
         raise GraphRagError("lost the change-capture lease to another instance; exiting")
+
+
+def forget_cdc() -> str:
+    """``graphrag cdc --forget``: delete change capture's stored position and heartbeat, so the
+    readers stop waiting for its heartbeat (service.feed); refused while an instance runs."""
+    from storage.redis.positions import RedisFeedHeartbeat, RedisPositions
+    from worker.compose import Wiring
+
+    settings = load_settings()
+    wiring = Wiring(settings)
+    lease = wiring.coordination.lock("cdc", ttl_ms=settings.cdc_lease_ms)
+    if not lease.acquire():
+        raise GraphRagError("an instance of graphrag cdc is running: stop it first")
+    try:
+        RedisFeedHeartbeat(wiring.client, wiring.keys).forget()
+        RedisPositions(wiring.client, wiring.keys).forget()
+    finally:
+        lease.release()
+    return ("forgot change capture's position and heartbeat: snapshots no longer wait for it "
+            "(a later graphrag cdc starts at the server's current position)")

@@ -24,6 +24,7 @@ from graphrag.wiki.focus.types import FocusContextParams
 from service.carry import Carry
 from service.context import ContextService
 from service.drain import requeue
+from service.feed import FeedGuard
 from service.metrics import ReaderMetrics
 from service.ports import NoteSource
 from service.reader import ReaderConfig, SnapshotReader
@@ -35,8 +36,10 @@ from storage.redis.cache import RedisCache
 from storage.redis.client import build_client
 from storage.redis.coordination import RedisCoordination
 from storage.redis.keys import Keys
+from storage.redis.positions import RedisFeedHeartbeat
 from storage.redis.progress import RedisProgress
 from storage.redis.queue import RedisDirtySet
+from worker.feed_watch import FeedWatch
 from worker.settings import Settings
 
 __all__ = ["Wiring", "build_counter", "build_source", "wall_ms"]
@@ -140,7 +143,14 @@ class Wiring:
         return SnapshotReader(
             self.service, self.cache, self.coordination, self.reader_config(), metrics=metrics,
             on_stale=on_stale, on_raced=lambda note_id: requeue(self.dirty, [note_id], now_ms=wall_ms()),
+            distrust=self.feed.reason,
         )
+
+    @cached_property
+    def feed(self) -> FeedWatch:
+        """Whether change capture is recent enough for snapshots to be served (service.feed)."""
+        heartbeat = RedisFeedHeartbeat(self.client, self.keys)
+        return FeedWatch(FeedGuard(heartbeat.read, max_lag_ms=self.settings.max_feed_lag_s * 1000))
 
     def rebuild(self, note_ids: Iterable[int], *, progress: Callable[[int], None] | None = None,
                 carry: Carry | None = None) -> RebuildReport:

@@ -3,7 +3,8 @@
 ``POST /webhooks/note-events`` takes Doughnut's signed note-edit events (:mod:`worker.webhook`).
 ``GET /notes/{id}/graph?tokenLimit=&seed=&strategy=`` and Doughnut's own path
 ``GET /api/notes/{id}/graph?tokenLimit=N`` answer the result JSON exactly, with
-``X-Graphrag-Source: cache|stale|live`` and ``X-Graphrag-Age: <seconds>``. Both need
+``X-Graphrag-Source: cache|stale|live`` and ``X-Graphrag-Age: <seconds>`` (and, while the change
+feed is behind and snapshots are not trusted, ``X-Graphrag-Reason: <why>``; service.feed). Both need
 ``Authorization: Bearer <GRAPHRAG_READER_TOKEN>`` (compared in constant time). Bad parameters give
 400 with a JSON body naming the parameter, an unknown or deleted note 404, no snapshot and no
 database 503; no response ever carries a traceback.
@@ -99,6 +100,8 @@ def create_app(
     def respond(served: Served, media_type: str = "application/json",
                 content: bytes | None = None) -> Response:
         headers = {"X-Graphrag-Source": served.source, "X-Graphrag-Age": str(int(served.age_s))}
+        if served.reason is not None:
+            headers["X-Graphrag-Reason"] = served.reason
         return Response(served.body if content is None else content, media_type=media_type,
                         headers=headers)
 
@@ -134,8 +137,9 @@ def create_app(
     @app.get("/healthz", summary="Dependencies' health")
     def healthz() -> JSONResponse:
         report = health()
-        ok = any(state == "ok" for state in report.values())
-        return JSONResponse({"status": "ok" if ok else "unavailable", **report},
+        ok = any(report.get(name) == "ok" for name in ("redis", "database"))
+        status = "ok" if report.get("feed", "ok") == "ok" else "degraded"
+        return JSONResponse({"status": status if ok else "unavailable", **report},
                             status_code=200 if ok else 503)
 
     @app.get("/metrics", summary="Prometheus metrics")

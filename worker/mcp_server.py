@@ -7,7 +7,8 @@ they are what agents see. ``get_note_graph`` answers one text content holding ex
 reader serves for the same note and tokenLimit (``GET /notes/{id}/graph``); ``get_note_context_markdown``
 one text content holding the markdown ``GET /notes/{id}/context.md`` serves. A successful result
 says where it came from in its ``_meta``: ``{"graphrag/source": "cache" | "stale" | "live",
-"graphrag/ageSeconds": <int>}`` (the HTTP reader's ``X-Graphrag-Source`` and ``X-Graphrag-Age``); the
+"graphrag/ageSeconds": <int>}`` (the HTTP reader's ``X-Graphrag-Source`` and ``X-Graphrag-Age``; and
+``"graphrag/reason"``, its ``X-Graphrag-Reason``, while the change feed is behind); the
 content stays Doughnut's, so an agent that ignores ``_meta`` sees what Doughnut's tool returns.
 
 Errors never end the server: bad arguments and service errors are results with ``isError: true`` and
@@ -60,11 +61,13 @@ from worker.mcp_texts import NOTE_ID_DESCRIPTION, TEXTS_2025, TEXTS_2026, ToolTe
 from worker.refresh import BackgroundRefresher
 from worker.settings import load_settings
 
-__all__ = ["AGE_META", "SOURCE_META", "build_server", "main"]
+__all__ = ["AGE_META", "REASON_META", "SOURCE_META", "build_server", "main"]
 
 log = logging.getLogger("graphrag.mcp")
 SOURCE_META = "graphrag/source"
 AGE_META = "graphrag/ageSeconds"
+#: why no snapshot was trusted for the answer (the change feed is behind: service.feed)
+REASON_META = "graphrag/reason"
 
 
 class _Refused(Exception):
@@ -141,7 +144,9 @@ def _service_error(err: GraphRagError, texts: ToolTexts) -> types.CallToolResult
 
 
 def _answer_result(answer: Answer) -> types.CallToolResult:
-    meta = {SOURCE_META: answer.source, AGE_META: int(answer.age_s)}
+    meta: dict[str, str | int] = {SOURCE_META: answer.source, AGE_META: int(answer.age_s)}
+    if answer.reason is not None:
+        meta[REASON_META] = answer.reason
     return types.CallToolResult(content=[types.TextContent(text=answer.body.decode("utf-8"))],
                                 _meta=meta)
 

@@ -28,6 +28,8 @@ class Answer(Protocol):
     def source(self) -> str: ...
     @property
     def age_s(self) -> float: ...
+    @property
+    def reason(self) -> str | None: ...
 
 
 class ContextSource(Protocol):
@@ -47,11 +49,13 @@ class GraphReader(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Rendered:
-    """A rendered body (UTF-8 markdown) with the source and age of the snapshot it came from."""
+    """A rendered body (UTF-8 markdown) with the source and age of the snapshot it came from, and
+    why no snapshot was trusted (the change feed is behind), if so."""
 
     body: bytes
     source: str
     age_s: float
+    reason: str | None = None
 
 
 class ReaderContext:
@@ -70,4 +74,5 @@ class ReaderContext:
     def markdown(self, note_id: int, token_limit: int) -> Answer:
         served = self.reader.get(note_id, token_limit=token_limit, strategy=self.strategy,
                                  fmt="markdown")
-        return Rendered((served.text or "").encode("utf-8"), served.source, served.age_s)
+        return Rendered((served.text or "").encode("utf-8"), served.source, served.age_s,
+                        served.reason)

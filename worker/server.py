@@ -9,7 +9,7 @@ from typing import Any
 from celery import Celery
 from fastapi import FastAPI
 from kombu.exceptions import OperationalError
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, Gauge
 
 from graphrag import GraphRagError
 from graphrag.core.errors import ConfigurationError
@@ -30,8 +30,10 @@ log = logging.getLogger("graphrag.server")
 Enqueue = Callable[[list[dict[str, Any]]], None]
 
 
-def health_of(store: SnapshotCache, source: NoteSource) -> Callable[[], dict[str, str]]:
-    """``/healthz``'s report: Redis and the database, each ``"ok"`` or the reason it is not."""
+def health_of(store: SnapshotCache, source: NoteSource,
+              feed: Callable[[], str | None] = lambda: None) -> Callable[[], dict[str, str]]:
+    """``/healthz``'s report: Redis and the database, each ``"ok"`` or the reason it is not, and
+    the change feed (``"ok"``, or why snapshots are not trusted now: service.feed)."""
 
     def database() -> None:
         source.ping()  # looked up at each check: a detected layout needs the database to exist
@@ -44,6 +46,7 @@ def health_of(store: SnapshotCache, source: NoteSource) -> Callable[[], dict[str
                 report[name] = "ok"
             except GraphRagError as err:
                 report[name] = str(err)
+        report["feed"] = feed() or "ok"
         return report
 
     return health
@@ -63,6 +66,9 @@ def build_http_app(
     refresher = BackgroundRefresher(lambda note_id: wiring.rebuild([note_id]), wiring.coordination,
                                     wiring.dirty)
     reader = wiring.reader(metrics=ReaderMetrics.create(registry), on_stale=refresher)
+    Gauge("graphrag_feed_behind", "1 while the change feed is behind the bound and every read is "
+          "answered from the database (service.feed)", registry=registry).set_function(
+        lambda: float(wiring.feed.reason() is not None))
 
     webhook = None
     if settings.webhook_secret is not None:
@@ -71,8 +77,8 @@ def build_http_app(
                                             lambda ids: outdate_shown(ids, wiring.cache)),
                                   max_events=settings.webhook_max_events)
     return create_app(reader, reader_token=settings.reader_token.get_secret_value(),
-                      registry=registry, health=health_of(wiring.cache, wiring.source),
-                      webhook=webhook)
+                      registry=registry, webhook=webhook,
+                      health=health_of(wiring.cache, wiring.source, wiring.feed.reason))
 
 
 def celery_enqueuer(celery: Celery) -> Enqueue:

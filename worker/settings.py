@@ -77,6 +77,9 @@ class Settings(BaseSettings):
     #: RabbitMQ: deliveries of one message before it is parked in ``<queue>.parked``.
     delivery_limit: int = Field(default=5, ge=1, le=1000)
     debounce_ms: int = Field(default=50, ge=0, le=60_000)
+    #: with change capture: snapshots are trusted only while its heartbeat is younger than this and
+    #: it trails the database by less (0: always trusted); service.feed
+    max_feed_lag_s: int = Field(default=10, ge=0, le=86_400)
     #: Shards of the dirty set: how many workers can drain edits at once (docs/architecture.md).
     dirty_shards: int = Field(default=16, ge=1, le=256)
     nightly_hour_utc: int = Field(default=3, ge=0, le=23)

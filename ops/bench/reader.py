@@ -5,7 +5,9 @@ is timed on fresh hits over the snapshots the wavefront rebuild wrote, next to
 :func:`storage.redis.probe.get_latencies_us` (a bare ``GET`` + ``orjson.loads``) of the same keys on
 the same client, in alternating blocks of every snapshot in a fresh shuffled order, so both see the
 same keys, the same connection and the same moments of machine load. A read served from anywhere
-but the cache stops the run: the figure would not be a hit's.
+but the cache stops the run: the figure would not be a hit's. A third block reads through a reader
+with the change-feed bound off (service.feed): the bound's check is an in-memory verdict refreshed in
+the background, so the two should differ by noise only (``feed_bound_ratio_p50``).
 
 Over HTTP, ``GET /notes/{id}/graph`` with the bearer token against ``graphrag serve`` on loopback,
 at a fixed request rate on one keep-alive connection, timed from send to full body.
@@ -13,10 +15,12 @@ at a fixed request rate on one keep-alive connection, timed from send to full bo
 
 from __future__ import annotations
 
+import contextlib
 import math
 import random
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import httpx
@@ -25,7 +29,9 @@ from ops.bench.graph import Graph, wiring_for
 from ops.bench.plan import Bench, BenchError, percentile, ratio, say
 from ops.bench.services import Services
 from storage.redis.keys import Keys
+from storage.redis.positions import RedisFeedHeartbeat
 from storage.redis.probe import get_latencies_us
+from worker.compose import Wiring
 
 __all__ = ["http_section", "reader_section"]
 
@@ -42,21 +48,52 @@ def _time_reader(get: Callable[[int], Any], foci: Sequence[int]) -> list[float]:
 
 
 def reader_section(bench: Bench, graph: Graph, foci: list[int]) -> dict[str, Any]:
-    """Reader hits and raw GET + decode of the same keys, alternating blocks of ``len(foci)``."""
+    """Reader hits and raw GET + decode of the same keys, alternating blocks of ``len(foci)``; and
+    the same hits through a reader whose change-feed bound is off (``GRAPHRAG_MAX_FEED_LAG_S=0``)
+    while the bounded one (the default, 10 s) trusts a heartbeat kept fresh meanwhile."""
     wiring = wiring_for(bench, graph, "main")
+    unbounded = Wiring(wiring.settings.model_copy(update={"max_feed_lag_s": 0}),
+                       redis_client=bench.client)
+    unbounded.source, unbounded.service = wiring.source, wiring.service
     reader, keys = wiring.reader(), Keys(wiring.settings.redis_prefix)
-    rng, hits, raws = random.Random(bench.seed + 2), [], []
+    free_reader = unbounded.reader()
+    rng, hits, raws, free = random.Random(bench.seed + 2), [], [], []
     order = list(foci)
-    for _ in range(math.ceil(bench.plan.reads / len(foci))):
-        rng.shuffle(order)
-        hits += _time_reader(reader.get, order)
-        raws += get_latencies_us(bench.client, [keys.snapshot(f, "wavefront", 0) for f in order])
+    with _beating(RedisFeedHeartbeat(bench.client, keys)):
+        for _ in range(math.ceil(bench.plan.reads / len(foci))):
+            rng.shuffle(order)
+            hits += _time_reader(reader.get, order)
+            free += _time_reader(free_reader.get, order)
+            raws += get_latencies_us(bench.client, [keys.snapshot(f, "wavefront", 0) for f in order])
     bench.samples.update(hit_us=hits, raw_us=raws)
-    say(f"reader: hit p50 {percentile(hits, .5):.0f} µs, raw GET p50 {percentile(raws, .5):.0f} µs")
+    say(f"reader: hit p50 {percentile(hits, .5):.0f} µs ({percentile(free, .5):.0f} without the "
+        f"feed bound), raw GET p50 {percentile(raws, .5):.0f} µs")
     return {"hit_p50_us": percentile(hits, .5), "hit_p99_us": percentile(hits, .99),
             "raw_get_p50_us": percentile(raws, .5), "raw_get_p99_us": percentile(raws, .99),
             "ratio_p50": ratio(percentile(hits, .5), percentile(raws, .5)), "reads": len(hits),
-            "snapshots": len(foci)}
+            "snapshots": len(foci), "unbounded_hit_p50_us": percentile(free, .5),
+            "feed_bound_ratio_p50": ratio(percentile(hits, .5), percentile(free, .5))}
+
+
+@contextlib.contextmanager
+def _beating(heartbeat: RedisFeedHeartbeat) -> Iterator[None]:
+    """A change feed's heartbeat, current every half second while the block runs; forgotten after."""
+    done = threading.Event()
+
+    def beat() -> None:
+        while True:
+            heartbeat.beat(behind_ms=0)
+            if done.wait(0.5):
+                return
+
+    thread = threading.Thread(target=beat, name="bench-feed-heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+        heartbeat.forget()
 
 
 def http_section(bench: Bench, svc: Services, foci: list[int]) -> dict[str, Any]:

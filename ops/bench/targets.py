@@ -67,6 +67,8 @@ def _per_strategy(strategy: str) -> Callable[[dict[str, Any]], float | None]:
 TARGETS = (
     Target("reader hit p50 / raw GET p50", "reader.ratio_p50", "<=", 1.3, "×", at("reader.ratio_p50")),
     Target("reader hit p99", "reader.hit_p99_us", "<", 1000, "µs", at("reader.hit_p99_us")),
+    Target("reader hit p50 with the change-feed bound / without", "reader.feed_bound_ratio_p50",
+           "<=", 1.1, "×", at("reader.feed_bound_ratio_p50")),
     Target("cache hit speed-up over live compute", "live.speedup_hit_vs_live", ">=", 100, "×",
            at("live.speedup_hit_vs_live")),
     Target("rebuild throughput, wavefront (one process)", "rebuild.snapshots_per_s", ">=", 1000,

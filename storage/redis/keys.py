@@ -116,6 +116,10 @@ class Keys:
         """``<prefix>:cdc:position``: change capture's place in the database's log (no TTL)."""
         return f"{self.prefix}:cdc:position"
 
+    def cdc_heartbeat(self) -> str:
+        """``<prefix>:cdc:heartbeat``: change capture's proof of life, "<ms> <behind ms>" (no TTL)."""
+        return f"{self.prefix}:cdc:heartbeat"
+
     def flag(self, name: str) -> str:
         """``<prefix>:flag:<name>``: a short-lived coordination flag (e.g. "a drain is scheduled")."""
         return f"{self.prefix}:flag:{name}"

@@ -11,39 +11,30 @@ takes over from a killed first; a purged position means a full rebuild; a bad se
 
 from __future__ import annotations
 
-import contextlib
-import os
 import random
 import re
-import signal
 import subprocess
 import sys
 import threading
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import redis
 from sqlalchemy import text
 
 from graphrag import Request
 from service.envelope import SnapshotKey, decode_envelope
 from storage.database import open_engine
-from storage.profiles import admin_2025, admin_2026
 from tests.binlog_server import create_cdc_user, execute, private_mariadb
-from tests.e2e.conftest import ROOT, Workers, broker_database, connect, redis_url, wait_until, worker_env
-from tests.e2e.test_worker_e2e import hand_graph
+from tests.cdc.site import Site, load_2025, load_2026, running
+from tests.e2e.conftest import ROOT, redis_url, wait_until, worker_env
 from tests.reliability.checks import check_snapshots
 from tests.reliability.doughnut26 import Doughnut26
-from tests.reliability.harness import Broker, settings_from, settle
 from tests.reliability.support import figure, sized
-from tests.storage.wiki_rows import random_graph, table_rows
-from worker.compose import Wiring
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.redis]
 
@@ -51,117 +42,10 @@ EDITS_UNDER_KILL = sized(ci=1_200, full=5_000)
 METRICS_PORT = 20_000 + random.randrange(20_000)
 
 
-class Cdc:
-    """One ``graphrag cdc`` process (its own session), logging to a file."""
-
-    def __init__(self, env: dict[str, str], log_path: Path, *args: str) -> None:
-        self.env, self.log_path, self.args = env, log_path, args
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> Cdc:
-        with self.log_path.open("ab") as log:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-c", "from worker.cli import main; main()", "cdc", *self.args],
-                env=self.env,
-                cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                start_new_session=True)
-        return self
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
-
-    def await_line(self, pattern: str, timeout_s: float = 30) -> None:
-        wait_until(lambda: re.search(pattern, self.log()), timeout_s=timeout_s,
-                   what=f"graphrag cdc logs {pattern!r}", details=lambda: self.log()[-3000:])
-
-    def kill(self) -> None:
-        assert self.proc is not None
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(10)
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.kill()
-
-
-@dataclass
-class Site:
-    env: dict[str, str]
-    wiring: Wiring
-    url: str
-    broker: Broker
-    workers: Workers
-    folder: Path
-    started: list[Cdc]
-
-    def cdc(self, *args: str) -> Cdc:
-        log = self.folder / f"cdc-{len(self.started)}.log"
-        process = Cdc(worker_env(self.env), log, *args).start()
-        self.started.append(process)
-        return process
-
-    def sql(self, *statements: str) -> None:
-        execute(self.url.rsplit("/", 1)[0], *statements, database=self.url.rsplit("/", 1)[1])
-
-    def settle(self) -> None:
-        settle(self.wiring.cache, self.wiring.dirty, self.broker, timeout_s=sized(ci=120, full=600),
-               details=lambda: self.workers.current.tail() + self.started[-1].log()[-2000:],
-               stable_s=2.0)
-
-
-@contextlib.contextmanager
-def running(binlog_server: str, folder: Path, schema: str, load: Any) -> Iterator[Site]:
-    base = redis_url()
-    connect(base, "the snapshot store").close()
-    name = f"cdc_e2e_{uuid.uuid4().hex[:8]}"
-    execute(binlog_server, f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci")
-    url = f"{binlog_server}/{name}"
-    engine = open_engine(url)
-    load(engine)
-    with broker_database(base) as broker_url:
-        prefix = f"graphrag-cdc:{uuid.uuid4().hex}:v1"
-        env = {"GRAPHRAG_DATABASE_URL": url, "GRAPHRAG_REDIS_URL": base, "GRAPHRAG_REDIS_PREFIX": prefix,
-               "CELERY_BROKER_URL": broker_url, "GRAPHRAG_SCHEMA": schema, "GRAPHRAG_SEEDS": "0",
-               "GRAPHRAG_CDC_LEASE_MS": "2000", "GRAPHRAG_CDC_SERVER_ID": str(random.randint(10, 10**6))}
-        if schema == "doughnut-2025":
-            env["GRAPHRAG_STRATEGIES"] = "wavefront"
-        settings = settings_from(env)
-        wiring, workers = Wiring(settings), Workers(worker_env(env), folder)
-        site = Site(env, wiring, url, Broker(redis.Redis.from_url(broker_url)), workers, folder, [])
-        try:
-            assert wiring.rebuild(wiring.source.live_ids_after(0, 10**6)).errors == {}
-            workers.start()
-            yield site
-        finally:
-            for process in site.started:
-                process.stop()
-            workers.stop_all()
-            for key in wiring.client.scan_iter(match=f"{prefix}:*", count=1000):
-                wiring.client.delete(key)
-            wiring.source.engine.dispose()  # type: ignore[attr-defined]
-            engine.dispose()
-            execute(binlog_server, f"DROP DATABASE `{name}`")
-
-
-def _load_2025(engine: Any) -> None:
-    admin_2025.create_tables(engine)
-    admin_2025.insert_notes(engine, hand_graph().records())
-
-
-def _load_2026(engine: Any) -> None:
-    admin_2026.create_tables(engine)
-    admin_2026.insert_rows(engine, table_rows(random_graph(13, notes=50)))
-
-
 @pytest.fixture(scope="module")
 def tree(binlog_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     folder = tmp_path_factory.mktemp("cdc-2025")
-    with running(binlog_server, folder, "doughnut-2025", _load_2025) as site:
+    with running(binlog_server, folder, "doughnut-2025", load_2025) as site:
         site.cdc("--metrics-port", str(METRICS_PORT)).await_line("following the log")
         yield site
 
@@ -279,7 +163,7 @@ def _binlog_files(root: str) -> list[str]:
 # -- 2026 ------------------------------------------------------------------------------------------
 def test_doughnut_2026_writes_reach_every_snapshot_without_a_webhook(
         binlog_server: str, tmp_path: Path) -> None:
-    with running(binlog_server, tmp_path, "doughnut-2026", _load_2026) as site:
+    with running(binlog_server, tmp_path, "doughnut-2026", load_2026) as site:
         site.cdc().await_line("following the log")
         doughnut = Doughnut26(open_engine(site.url), random.Random(3))
         keys = list(site.wiring.client.scan_iter(match=f"{site.wiring.keys.prefix}:snap:*"))
@@ -330,7 +214,7 @@ def test_a_server_without_a_row_log_is_one_line(option: str, tmp_path: Path) -> 
     with private_mariadb(tmp_path, **kwargs) as root:
         execute(root, "CREATE DATABASE d")
         engine = open_engine(f"{root}/d")
-        _load_2025(engine)
+        load_2025(engine)
         engine.dispose()
         done = _cdc_once({"GRAPHRAG_DATABASE_URL": f"{root}/d", "GRAPHRAG_REDIS_URL": redis_url(),
                           "GRAPHRAG_SCHEMA": "doughnut-2025"})

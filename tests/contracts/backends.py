@@ -20,6 +20,7 @@ from service.envelope import SnapshotKey, decode_envelope
 from storage.memory import (
     MemoryCoordination,
     MemoryDirtySet,
+    MemoryFeedHeartbeat,
     MemoryPositions,
     MemoryProgress,
     MemoryState,
@@ -29,7 +30,7 @@ from storage.redis.cache import RedisCache
 from storage.redis.client import build_client, delete_prefix
 from storage.redis.coordination import RedisCoordination
 from storage.redis.keys import Keys
-from storage.redis.positions import RedisPositions
+from storage.redis.positions import RedisFeedHeartbeat, RedisPositions
 from storage.redis.progress import RedisProgress
 from storage.redis.queue import RedisDirtySet
 from tests.redis.readers import fake_redis, free_port, index_mismatches, real_redis, unreachable_redis
@@ -55,6 +56,10 @@ class CacheBackend:
 
     def positions(self) -> Any:
         """Change capture's position store on this store."""
+        raise NotImplementedError
+
+    def heartbeat(self) -> Any:
+        """Change capture's heartbeat on this store."""
         raise NotImplementedError
 
     def dirty_queue(self, shards: int) -> Any:
@@ -91,6 +96,9 @@ class MemoryBackend(CacheBackend):
 
     def positions(self) -> MemoryPositions:
         return MemoryPositions(self.state)
+
+    def heartbeat(self) -> MemoryFeedHeartbeat:
+        return MemoryFeedHeartbeat(self.state)
 
     def dirty_queue(self, shards: int) -> MemoryDirtySet:
         return MemoryDirtySet(self.state, shards=shards)
@@ -136,6 +144,9 @@ class RedisBackend(CacheBackend):
 
     def positions(self) -> RedisPositions:
         return RedisPositions(self.client, self.keys)
+
+    def heartbeat(self) -> RedisFeedHeartbeat:
+        return RedisFeedHeartbeat(self.client, self.keys)
 
     def dirty_queue(self, shards: int) -> RedisDirtySet:
         return RedisDirtySet(self.client, self.keys, shards=shards)

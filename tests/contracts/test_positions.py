@@ -1,11 +1,15 @@
-"""The contract of :class:`service.ports.PositionStore` on every backend: in memory, fakeredis, Redis.
+"""The contracts of change capture's position store and heartbeat (:class:`service.ports.PositionStore`,
+:class:`service.ports.FeedHeartbeat`) on every backend: in memory, fakeredis, Redis, a cluster.
 
 Change capture's place in the log survives as written (no TTL: a quiet week must not lose it), the
-last write wins, and an unreachable store fails with the service's own error, never a driver's.
+last write wins, and an unreachable store fails with the service's own error, never a driver's. Its
+heartbeat reads back with the lag it was written with, ages on the store's clock, has no TTL either
+(a feed that stopped must read as old, never as absent) and is gone once forgotten.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -31,11 +35,33 @@ class PositionStoreContract:
         store.put("gtid:0-1-10")
         store.put("file:bin.000002:4711")
         assert backend.positions().get() == "file:bin.000002:4711"
+        store.forget()
+        assert backend.positions().get() is None
 
     def test_an_unreachable_store_fails_with_the_services_error(self) -> None:
         with backend_named(self.backend_name, connected=False) as down, \
                 pytest.raises(CacheUnavailable):
             down.positions().put("gtid:0-1-1")
+
+    def test_a_heartbeat_reads_back_its_lag_and_ages(self, backend: Any) -> None:
+        heartbeat = backend.heartbeat()
+        assert heartbeat.read() is None
+        heartbeat.beat(behind_ms=1_500)
+        first = backend.heartbeat().read()
+        assert first is not None and first.behind_ms == 1_500 and 0 <= first.age_ms < 5_000
+        time.sleep(0.3)
+        later = heartbeat.read()
+        assert later is not None and later.age_ms >= first.age_ms + 250
+        heartbeat.beat(behind_ms=0)
+        again = heartbeat.read()
+        assert again is not None and again.behind_ms == 0 and again.age_ms < later.age_ms
+        heartbeat.forget()
+        assert heartbeat.read() is None
+
+    def test_an_unreachable_heartbeat_fails_with_the_services_error(self) -> None:
+        with backend_named(self.backend_name, connected=False) as down, \
+                pytest.raises(CacheUnavailable):
+            down.heartbeat().read()
 
 
 class TestMemoryPositions(PositionStoreContract):
@@ -53,6 +79,13 @@ class TestRealRedisPositions(PositionStoreContract):
     def test_the_position_has_no_ttl(self, backend: Any) -> None:
         backend.positions().put("gtid:0-1-5")
         assert backend.client.ttl(backend.keys.cdc_position()) == -1
+
+    def test_the_heartbeat_has_no_ttl_and_a_foreign_value_reads_as_old(self, backend: Any) -> None:
+        backend.heartbeat().beat(behind_ms=3)
+        assert backend.client.ttl(backend.keys.cdc_heartbeat()) == -1
+        backend.client.set(backend.keys.cdc_heartbeat(), b"not a heartbeat")
+        beat = backend.heartbeat().read()
+        assert beat is not None and beat.age_ms > 10**12
 
 
 @pytest.mark.redis
