@@ -13,8 +13,10 @@ Invariants:
 
 * the age of the heartbeat is measured on the cache's clock, both when it is written and when it is
   read, so no clock skew between the feed's host and the reader's enters the verdict;
-* a heartbeat the reader cannot read (Redis unreachable) is distrusted too: reads fall back to the
-  database, never to a snapshot that might be stale;
+* a heartbeat the reader cannot read (Redis unreachable) ages from the last one it read, by the
+  reader's monotonic clock: once that estimate passes the bound, reads fall back to the database.
+  A blip shorter than the bound changes nothing (and while Redis is down no snapshot is read
+  anyway); a reader that has read no heartbeat yet, or found none (no change capture), trusts;
 * a deployment that never ran change capture has no heartbeat and is trusted: a webhook sender's
   lost events cannot be seen by the service at all (README, "Following Doughnut's edits"). A
   deployment that retires change capture forgets its heartbeat with it (``graphrag cdc --forget``).
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 
 from graphrag.core.errors import GraphRagError
@@ -45,12 +48,16 @@ class FeedGuard:
     """Whether the change feed is recent enough for snapshots to be served, from its heartbeat.
 
     ``read`` returns the heartbeat (None: no change capture here); ``max_lag_ms`` 0 disables the
-    guard. ``on_change(reason)`` is called once per transition (None: trusted again)."""
+    guard. ``on_change(reason)`` is called once per transition (None: trusted again);
+    ``clock_ms`` is monotonic (it ages a heartbeat that cannot be read)."""
 
     def __init__(self, read: Callable[[], FeedBeat | None], *, max_lag_ms: int,
-                 on_change: Callable[[str | None], object] = lambda _reason: None) -> None:
+                 on_change: Callable[[str | None], object] = lambda _reason: None,
+                 clock_ms: Callable[[], int] = lambda: time.monotonic_ns() // 1_000_000) -> None:
         self._read, self.max_lag_ms, self._on_change = read, max_lag_ms, on_change
+        self.clock_ms = clock_ms
         self._reason: str | None = None
+        self._last: tuple[int, FeedBeat | None] | None = None  # (read at, what it said)
         self._lock = threading.Lock()
 
     @property
@@ -75,10 +82,20 @@ class FeedGuard:
     def _verdict(self) -> str | None:
         try:
             beat = self._read()
-        except GraphRagError as err:  # Redis unreachable: no proof the feed is current
-            return f"the change feed's heartbeat cannot be read ({err})"
+        except GraphRagError as err:  # Redis unreachable: age what was read last
+            return self._unread(err)
+        self._last = (self.clock_ms(), beat)
+        return None if beat is None else self._judge(beat)
+
+    def _unread(self, err: GraphRagError) -> str | None:
+        read_at, beat = self._last or (0, None)
         if beat is None:
-            return None
+            return None  # nothing known, or no change capture here
+        aged = FeedBeat(beat.age_ms + max(0, self.clock_ms() - read_at), beat.behind_ms)
+        reason = self._judge(aged)
+        return None if reason is None else f"{reason}; the heartbeat cannot be read now ({err})"
+
+    def _judge(self, beat: FeedBeat) -> str | None:
         bound = _seconds(self.max_lag_ms)
         if beat.age_ms > self.max_lag_ms:
             return f"the change feed's last heartbeat is {_seconds(beat.age_ms)} old (bound {bound})"

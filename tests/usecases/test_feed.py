@@ -55,11 +55,29 @@ def test_an_old_a_lagging_or_a_restarting_feed_is_not_trusted(
     assert reason is not None and why in reason and feed.reason == reason
 
 
-def test_an_unreadable_heartbeat_is_not_trusted(world: World) -> None:
-    feed, heartbeat = guard(world)
+def test_an_unreadable_heartbeat_ages_from_the_last_one_read(world: World) -> None:
+    """A Redis blip shorter than the bound changes nothing; a longer one is a stopped feed."""
+    feed, heartbeat = guard(world, clock_ms=world.clock)
     heartbeat.beat(behind_ms=0)
+    world.now[0] += 2_000
+    assert feed.refresh() is None
     world.state.down = True
-    assert "cannot be read" in (feed.refresh() or "")
+    world.now[0] += BOUND_MS - 3_000
+    assert feed.refresh() is None
+    world.now[0] += 2_000
+    reason = feed.refresh() or ""
+    assert "11.0 s old" in reason and "cannot be read now" in reason
+
+
+def test_without_change_capture_an_unreadable_cache_is_no_reason(world: World) -> None:
+    feed, _ = guard(world, clock_ms=world.clock)
+    world.state.down = True
+    assert feed.refresh() is None  # never read anything
+    world.state.down = False
+    assert feed.refresh() is None  # no heartbeat: webhooks only
+    world.state.down = True
+    world.now[0] += 10 * BOUND_MS
+    assert feed.refresh() is None
 
 
 def test_one_log_line_and_one_callback_per_transition(
