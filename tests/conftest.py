@@ -9,17 +9,24 @@
 
 MariaDB is a hard requirement: when it cannot be reached the test fails (as a setup error) with a
 message naming the URL; it is never skipped.
+
+The fixtures at the end are shared by the test modules of one subject that is split over several
+files: the parsed ``docker-compose.yml`` (deployment) and the ``graphrag mcp`` service (MCP).
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
+import yaml
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.exc import SQLAlchemyError
@@ -27,6 +34,10 @@ from sqlalchemy.exc import SQLAlchemyError
 from storage.database import open_engine
 from storage.profiles import admin_2025
 from storage.profiles.doughnut_2025 import Doughnut2025
+from tests.deployment_support import COMPOSE_FILE
+
+if TYPE_CHECKING:
+    from tests.mcp_support import Service
 
 #: The throw-away services (a local Redis Cluster, private RabbitMQ vhosts) for every directory.
 pytest_plugins = ("tests.services.plugin",)
@@ -131,3 +142,42 @@ def mariadb_url() -> Iterator[URL]:
     """The URL of a fresh, empty MariaDB database (for MariaDB-only behaviour such as TIMESTAMP)."""
     with mariadb_database() as url:
         yield url
+
+
+# -- docker-compose.yml, for tests/test_deployment_compose.py and tests/test_deployment_runbook.py ---
+@pytest.fixture(scope="module")
+def compose() -> dict[str, Any]:
+    loaded = yaml.safe_load(COMPOSE_FILE.read_text(encoding="utf-8"))
+    assert isinstance(loaded, dict)
+    return loaded
+
+
+# -- graphrag mcp, for tests/test_mcp.py and tests/test_mcp_http.py -----------------------------------
+# tests.mcp_support is imported inside the fixtures: the MCP client library takes a second to import,
+# and most test runs never need it.
+@pytest.fixture(scope="module")
+def sample_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    from tests.mcp_support import ROOT
+
+    url = f"sqlite:///{tmp_path_factory.mktemp('mcp') / 'sample.db'}"
+    for command in (["db", "init"], ["db", "load-sample"]):
+        done = subprocess.run([sys.executable, "-c", "from worker.cli import main; main()", *command,
+                               "--db", url], capture_output=True, timeout=120, cwd=ROOT)
+        assert done.returncode == 0, done.stderr
+    return url
+
+
+@pytest.fixture
+def no_inherited_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The in-process reader reads only what the subprocess is given."""
+    for name in list(os.environ):
+        if name.startswith("GRAPHRAG_") and not name.startswith("GRAPHRAG_TEST_"):
+            monkeypatch.delenv(name)
+
+
+@pytest.fixture
+def svc(sample_url: str) -> Iterator[Service]:
+    from tests.mcp_support import service_on
+
+    with service_on(sample_url) as service:
+        yield service

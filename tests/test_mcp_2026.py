@@ -22,8 +22,17 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from sqlalchemy import create_engine, func, select
 
 from storage.profiles.tables_2026 import note, note_wiki_title_cache
+from tests.mcp_support import (
+    GRAPHRAG,
+    ROOT,
+    TOKEN,
+    _wait_listening,
+    over_http,
+    run,
+    source_of,
+    text_of,
+)
 from tests.redis.readers import free_port, real_redis, redis_url, unique_prefix
-from tests.test_mcp import GRAPHRAG, ROOT, TOKEN, _wait_listening, over_http, run, source_of, text_of
 from worker.mcp_texts import TEXTS_2026
 from worker.server import build_http_app
 from worker.settings import load_settings

@@ -23,7 +23,7 @@ from storage.database import open_engine
 from storage.profiles import admin_2025, admin_2026
 from tests.binlog_server import execute
 from tests.e2e.conftest import ROOT, Workers, broker_database, connect, redis_url, wait_until, worker_env
-from tests.e2e.test_worker_e2e import hand_graph
+from tests.e2e.worker_system import hand_graph
 from tests.reliability.harness import Broker, settings_from, settle
 from tests.reliability.support import sized
 from tests.storage.wiki_rows import random_graph, table_rows

@@ -10,6 +10,11 @@
   claimed with a marker key and flushed afterwards, while the marker is still ours.
 * Workers: ``python -m celery -A worker.app worker`` in a new session (process group) with the
   settings in its environment; teardown stops every worker started, also when a test failed.
+* Webhook input (``test_webhook_*.py``): the real ASGI app from :func:`worker.http.create_app`
+  under TestClient, enqueueing into a :class:`~tests.e2e.webhook_support.Recorder` and guarding
+  replays on fakeredis (``server``, ``guard``, ``recorder``, ``client``); no worker.
+* The running system of ``test_worker_e2e.py`` and ``test_worker_sigkill.py`` (``broker_url``,
+  ``system``): one per test module and broker, described in :mod:`tests.e2e.worker_system`.
 
 A missing MariaDB or Redis makes these tests fail with the URL named, never skip.
 """
@@ -26,10 +31,29 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import fakeredis
 import pytest
 import redis
+from fastapi.testclient import TestClient
+from prometheus_client import CollectorRegistry
+
+from storage.database import open_engine
+from storage.profiles.admin_2025 import create_tables, insert_notes
+from storage.redis.coordination import RedisCoordination
+from tests.conftest import mariadb_database, url_string
+from tests.e2e.webhook_support import MAX_EVENTS, SECRET, TOKEN, Recorder, coordination, reader_on
+from tests.services.plugin import entered
+from tests.services.rabbitmq import rabbitmq_vhost
+from worker.compose import Wiring
+from worker.http import create_app
+from worker.server import build_http_app
+from worker.settings import load_settings
+from worker.webhook import WebhookReceiver
+
+if TYPE_CHECKING:
+    from tests.e2e.worker_system import System
 
 ROOT = Path(__file__).resolve().parents[2]
 REDIS_URL_ENV = "GRAPHRAG_TEST_REDIS_URL"
@@ -237,3 +261,103 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         )
     for name, value in FIGURES.items():
         terminalreporter.write_line(f"{name}: {value}")
+
+
+# -- webhook input (test_webhook_*.py) ------------------------------------------------------------
+@pytest.fixture
+def server() -> fakeredis.FakeServer:
+    return fakeredis.FakeServer()
+
+
+@pytest.fixture
+def guard(server: fakeredis.FakeServer) -> RedisCoordination:
+    return coordination(fakeredis.FakeRedis(server=server))
+
+
+@pytest.fixture
+def recorder() -> Recorder:
+    return Recorder()
+
+
+@pytest.fixture
+def client(tmp_path: Path, guard: RedisCoordination, recorder: Recorder) -> Iterator[TestClient]:
+    engine = open_engine(f"sqlite:///{tmp_path / 'notes.db'}")
+    create_tables(engine)  # the webhook never reads it: the reader needs a service all the same
+    reader = reader_on(engine, guard)
+    receiver = WebhookReceiver(SECRET, guard, recorder, max_events=MAX_EVENTS)
+    app = create_app(reader, reader_token=TOKEN, registry=CollectorRegistry(),
+                     health=lambda: {"redis": "ok"}, webhook=receiver)
+    with TestClient(app, raise_server_exceptions=False) as test_client:
+        yield test_client
+    engine.dispose()
+
+
+# -- the running system (test_worker_e2e.py, test_worker_sigkill.py) --------------------------------
+@pytest.fixture(scope="module", params=["redis", pytest.param("rabbitmq", marks=pytest.mark.rabbitmq)])
+def broker_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Every test of the running system runs once per broker: a Redis database of its own, or
+    RabbitMQ in a private vhost (durable quorum queues, publisher confirms, a delivery limit)."""
+    if request.param == "redis":
+        with broker_database(redis_url()) as url:
+            yield url
+    else:
+        yield from entered(rabbitmq_vhost)
+
+
+@pytest.fixture(scope="module")
+def system(tmp_path_factory: pytest.TempPathFactory, broker_url: str) -> Iterator[System]:
+    # Imported here: tests.e2e.worker_system imports this module. Its SECRET and TOKEN are the
+    # running system's, not the webhook tests'.
+    from tests.e2e.worker_system import (
+        LAYERED_LIMITS,
+        SECRET,
+        SEEDS,
+        STRATEGIES,
+        TOKEN,
+        System,
+        _full_rebuild,
+        bulk_graph,
+        hand_graph,
+    )
+
+    base_redis = redis_url()
+    connect(base_redis, "the snapshot store").close()
+    with mariadb_database() as db_url:
+        database_url = url_string(db_url)
+        engine = open_engine(database_url)
+        create_tables(engine)
+        insert_notes(engine, hand_graph().records() + bulk_graph().records())
+        prefix = f"graphrag-e2e:{uuid.uuid4().hex}:v1"
+        env = {
+            "GRAPHRAG_DATABASE_URL": database_url, "GRAPHRAG_REDIS_URL": base_redis,
+            "GRAPHRAG_REDIS_PREFIX": prefix, "CELERY_BROKER_URL": broker_url,
+            "GRAPHRAG_WEBHOOK_SECRET": SECRET, "GRAPHRAG_READER_TOKEN": TOKEN,
+            "GRAPHRAG_STRATEGIES": ",".join(STRATEGIES), "GRAPHRAG_SEEDS": ",".join(map(str, SEEDS)),
+            "GRAPHRAG_LAYERED_LIMITS": ",".join(map(str, LAYERED_LIMITS)),
+        }
+        workers = Workers(worker_env(env), tmp_path_factory.mktemp("e2e-workers"))
+        wiring: Wiring | None = None
+        try:
+            with pytest.MonkeyPatch.context() as mp:
+                for key in [k for k in os.environ if k.startswith(("GRAPHRAG_", "CELERY_"))]:
+                    if key != "GRAPHRAG_TIKTOKEN_FILE":
+                        mp.delenv(key)
+                for key, value in env.items():
+                    mp.setenv(key, value)
+                settings = load_settings()
+                wiring = Wiring(settings)
+                app = build_http_app(settings)
+            _full_rebuild(wiring)
+            workers.start()
+            with TestClient(app, raise_server_exceptions=False) as http:
+                yield System(settings, engine, wiring.cache, wiring.service, wiring.dirty, http,
+                             workers, wiring)
+        finally:
+            workers.stop_all()
+            if wiring is not None:
+                client = wiring.client
+                for key in client.scan_iter(match=f"{prefix}:*", count=1000):
+                    client.delete(key)
+                client.close()
+                wiring.source.engine.dispose()  # type: ignore[attr-defined]
+            engine.dispose()

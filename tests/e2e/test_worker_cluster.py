@@ -36,7 +36,7 @@ from tests.e2e.conftest import (
     wait_until,
     worker_env,
 )
-from tests.e2e.test_worker_e2e import hand_graph
+from tests.e2e.worker_system import hand_graph
 from tests.reliability.checks import check_snapshots
 from tests.reliability.harness import SECRET, TOKEN, Broker, now_iso, post_events, settings_from
 from tests.services.redis_cluster import ClusterInfo

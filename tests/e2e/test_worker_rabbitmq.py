@@ -28,7 +28,7 @@ from storage.database import open_engine
 from storage.profiles.admin_2025 import create_tables, insert_notes
 from tests.conftest import mariadb_database, url_string
 from tests.e2e.conftest import FIGURES, LATENCIES, Workers, connect, redis_url, wait_until, worker_env
-from tests.e2e.test_worker_e2e import hand_graph
+from tests.e2e.worker_system import hand_graph
 from tests.reliability.harness import SECRET, TOKEN, now_iso, post_events, settings_from
 from tests.reliability.support import graphrag
 from tests.services.rabbitmq import list_queues

@@ -22,7 +22,7 @@ import redis
 from service.envelope import SnapshotKey
 from storage.redis.scripts import INDEX_LUA, WRITE_LUA
 from tests.contracts.backends import RedisBackend, backend_named
-from tests.contracts.test_cache import envelope
+from tests.contracts.cache_contract import envelope
 from tests.services.redis_cluster import shared_cluster
 from tests.support import NOW_MS
 

@@ -1,4 +1,9 @@
-"""The reader (:class:`service.reader.SnapshotReader`) on the Redis adapters: fakeredis, real Redis.
+"""The reader (:class:`service.reader.SnapshotReader`) on the Redis adapters: fakeredis, the real
+Redis and a local Redis Cluster. Here how it serves: a fresh hit is one MGET and no SQL; a stale
+snapshot is served while one refresh is queued per note; a burst of readers of a cold or outdated
+note computes once; a live write-back never overwrites a newer generation; and every key the reader
+writes has a TTL. Limits and seeds, outages and corrupt snapshots, and bad input are in the sibling
+``test_reader_*`` modules (:mod:`tests.redis.reader_contract` holds the base they share).
 
 The real Redis is ``GRAPHRAG_TEST_REDIS_URL`` (default ``redis://127.0.0.1:6379/0``); when it cannot
 be reached the tests fail (never skip). Each test works under its own key prefix and deletes its keys
@@ -8,65 +13,42 @@ reader's clock is a settable :class:`~tests.redis.readers.Clock`.
 
 from __future__ import annotations
 
-import random
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
-from typing import Any
 
 import orjson
 import pytest
 import redis
 from prometheus_client import CollectorRegistry
 
-from graphrag import (
-    GraphRagError,
-    InvalidParameter,
-    NoteNotFound,
-    Request,
-    StrategyParams,
-    config_hash,
-)
-from graphrag.core.errors import Unavailable
+from graphrag import GraphRagError, Request, StrategyParams, config_hash
 from service.context import ContextService
-from service.envelope import Envelope, SnapshotKey, decode_envelope
-from service.metrics import ReaderMetrics
-from service.reader import ReaderConfig, Served, SnapshotReader
-from service.rebuild import rebuild
+from service.envelope import Envelope, SnapshotKey
+from service.reader import Served, SnapshotReader
 from storage.redis.cache import RedisCache
-from storage.redis.client import delete_prefix
-from storage.redis.coordination import RedisCoordination
-from tests.contracts.backends import cluster_client
+from tests.redis.reader_contract import (
+    BURST,
+    HARD_TTL_S,
+    MAX_LIMIT,
+    READ_AT_MS,
+    SOFT_TTL_S,
+    OnFakeRedis,
+    OnRealRedis,
+    OnRedisCluster,
+    ReaderContract,
+)
 from tests.redis.readers import (
-    DELETED_LINK,
-    DELETED_NOTE,
-    UNKNOWN_NOTE,
     Calls,
     Clock,
     CountingRedis,
     CountingService,
     SqlCounter,
-    down_service,
-    fake_redis,
     index_mismatches,
-    real_redis,
     snapshot_of,
-    sqlite_service,
-    unique_prefix,
-    unreachable_redis,
 )
 from tests.support import NOW_MS
 
-SOFT_TTL_S, HARD_TTL_S = 3_600, 7_200
-MAX_LIMIT = 1_000  # below the biggest contexts of the graph, so the max snapshot is itself a cut
-LAYERED_LIMITS = (400, 1_000)
-SEEDS = (0, 7)
-STRATEGIES = ("wavefront", "relationship-bfs", "layered")
-FOCI = (1, 2, 10, 12, 21, 33)
-BURST = 50
-#: The reader's clock in most tests: one second after the snapshots were rebuilt.
-READ_AT_MS = NOW_MS + 1_000
 PAST_SOFT_TTL_MS = NOW_MS + SOFT_TTL_S * 1000 + 5
 
 
@@ -83,116 +65,8 @@ def in_parallel(count: int, call: Callable[[], Served]) -> list[Served]:
         return [f.result(timeout=60) for f in futures]
 
 
-def small_limits(env: Envelope) -> list[int]:
-    """tokenLimits below the snapshot's: at its start, around its middle and at its end."""
-    ends = [env.focus_tokens]
-    for cost in env.related_tokens:
-        ends.append(ends[-1] + cost)
-    middle = ends[len(ends) // 2]
-    return sorted({1, env.focus_tokens, middle - 1, middle, middle + 1, ends[-1] - 1, ends[-1]}
-                  - {env.max_token_limit})
-
-
-class ReaderContract:
-    """The contract; subclasses provide ``client`` (an isolated Redis) and ``unreachable``."""
-
-    @pytest.fixture
-    def prefix(self) -> str:
-        return unique_prefix()
-
-    @pytest.fixture
-    def client(self, prefix: str) -> Iterator[redis.Redis]:
-        raise NotImplementedError
-
-    def unreachable(self) -> redis.Redis:
-        raise NotImplementedError
-
-    @pytest.fixture
-    def sqlite(self, tmp_path: Path) -> Iterator[ContextService]:
-        with sqlite_service(tmp_path) as service:
-            yield service
-
-    @pytest.fixture
-    def counting(self, sqlite: ContextService) -> CountingService:
-        return CountingService(sqlite)
-
-    @pytest.fixture
-    def store(self, client: redis.Redis, prefix: str) -> RedisCache:
-        return self.store_on(client, prefix)
-
-    @staticmethod
-    def store_on(client: Any, prefix: str) -> RedisCache:
-        return RedisCache(client, prefix=prefix, soft_ttl_s=SOFT_TTL_S, hard_ttl_s=HARD_TTL_S)
-
-    @staticmethod
-    def coordination_of(store: RedisCache) -> RedisCoordination:
-        return RedisCoordination(store.redis, store.keys)
-
-    @pytest.fixture
-    def clock(self) -> Clock:
-        return Clock(READ_AT_MS)
-
-    @pytest.fixture
-    def registry(self) -> CollectorRegistry:
-        return CollectorRegistry()
-
-    @pytest.fixture
-    def metrics(self, registry: CollectorRegistry) -> ReaderMetrics:
-        return ReaderMetrics.create(registry)
-
-    @pytest.fixture
-    def make_reader(
-        self, counting: CountingService, store: RedisCache, clock: Clock, metrics: ReaderMetrics
-    ) -> Callable[..., SnapshotReader]:
-        """A reader factory (all its readers share one set of metrics); by default on the counting
-        SQLite service and the test's store."""
-
-        def make(*, service: ContextService | None = None, store_: RedisCache | None = None,
-                 on_stale: Callable[[int], None] | None = None, seeds: tuple[int, ...] = SEEDS,
-                 rng: random.Random | None = None) -> SnapshotReader:
-            config = ReaderConfig(strategies=STRATEGIES, seeds=seeds, max_token_limit=MAX_LIMIT,
-                                  layered_limits=LAYERED_LIMITS)
-            cache = store_ or store
-            return SnapshotReader(service or counting, cache, self.coordination_of(cache), config,
-                                  metrics=metrics, on_stale=on_stale, clock_ms=clock, rng=rng)
-
-        return make
-
-    @pytest.fixture
-    def reader(self, make_reader: Callable[..., SnapshotReader]) -> SnapshotReader:
-        return make_reader()
-
-    # -- helpers ----------------------------------------------------------------------------------
-    @staticmethod
-    def metric(registry: CollectorRegistry, name: str) -> float:
-        return registry.get_sample_value(f"graphrag_{name}_total") or 0.0
-
-    @staticmethod
-    def rebuild(service: ContextService, store: RedisCache, foci: tuple[int, ...] | list[int],
-                seeds: tuple[int, ...] = SEEDS) -> None:
-        report = rebuild(service, store, foci, strategies=STRATEGIES, seeds=seeds,
-                         max_token_limit=MAX_LIMIT, layered_limits=LAYERED_LIMITS, now_ms=NOW_MS)
-        assert report.errors == {} and report.rejected == 0 and report.deleted == frozenset()
-        assert report.count == len(foci) * len(seeds) * (len(STRATEGIES) - 1 + len(LAYERED_LIMITS))
-
-    @staticmethod
-    def live(service: ContextService, focus: int, *, seed: int = 0, limit: int = MAX_LIMIT,
-             now_ms: int = READ_AT_MS, strategy: str = "wavefront",
-             traversal: int | None = MAX_LIMIT) -> bytes:
-        """What a live compute answers (the reader sizes the traversal for the max tokenLimit)."""
-        traversal = None if traversal is None else max(traversal, limit)
-        return service.compute(Request(focus, seed, limit, now_ms, traversal), strategy).to_json()
-
-    @staticmethod
-    def stored_body(store: RedisCache, focus: int, seed: int = 0, strategy: str = "wavefront",
-                    limit: int | None = None) -> bytes:
-        env = snapshot_of(store, focus, strategy, seed, limit)
-        assert env is not None, (focus, seed, strategy, limit)
-        return orjson.dumps(env.result)
-
-    @staticmethod
-    def snapshot_keys(store: RedisCache) -> set[bytes]:
-        return set(store.redis.scan_iter(match=f"{store.keys.prefix}:snap:*", count=1000))
+class ServingContract(ReaderContract):
+    """Fresh hits, stale reads, misses and bursts, the write-back's compare-and-set, TTLs."""
 
     # -- fresh hit --------------------------------------------------------------------------------
     def test_fresh_hit_is_one_mget_and_no_sql(
@@ -339,211 +213,6 @@ class ReaderContract:
         assert again.source == "cache"
         assert again.body == orjson.dumps(orjson.loads(newer["bytes"])["result"])
 
-    # -- prefix slicing ---------------------------------------------------------------------------
-    @pytest.mark.parametrize("strategy", ["wavefront", "relationship-bfs"])
-    def test_smaller_token_limits_equal_a_live_compute_byte_for_byte(
-        self, strategy: str, store: RedisCache, sqlite: ContextService, counting: CountingService,
-        reader: SnapshotReader,
-    ) -> None:
-        self.rebuild(sqlite, store, FOCI)
-        cut_something = False
-        for focus in FOCI:
-            for seed in SEEDS:
-                env = snapshot_of(store, focus, strategy, seed)
-                assert env is not None
-                for small in small_limits(env):
-                    served = reader.get(focus, token_limit=small, seed=seed, strategy=strategy)
-                    assert served.source == "cache"
-                    want = self.live(sqlite, focus, seed=seed, limit=small, now_ms=env.as_of_ms,
-                                     strategy=strategy)
-                    assert served.body == want, (focus, seed, small)
-                    cut = len(orjson.loads(served.body)["relatedNotes"])
-                    cut_something |= 0 < cut < len(env.result["relatedNotes"])
-                full = reader.get(focus, token_limit=MAX_LIMIT, seed=seed, strategy=strategy)
-                assert full.body == orjson.dumps(env.result)
-        assert cut_something
-        assert counting.calls == 0
-
-    def test_layered_snapshots_are_per_configured_limit_and_others_are_live(
-        self, store: RedisCache, sqlite: ContextService, counting: CountingService,
-        reader: SnapshotReader,
-    ) -> None:
-        self.rebuild(sqlite, store, [10, 21])
-        keys = self.snapshot_keys(store)
-        bodies = set()
-        for limit in LAYERED_LIMITS:
-            served = reader.get(10, token_limit=limit, seed=7, strategy="layered")
-            assert served.source == "cache"
-            assert served.body == self.live(sqlite, 10, seed=7, limit=limit, now_ms=NOW_MS,
-                                            strategy="layered", traversal=None)
-            bodies.add(served.body)
-        assert len(bodies) == len(LAYERED_LIMITS), "the layered limits give different results"
-        assert counting.calls == 0
-        for limit in (300, 700):
-            served = reader.get(10, token_limit=limit, seed=7, strategy="layered")
-            assert served.source == "live"
-            assert served.body == self.live(sqlite, 10, seed=7, limit=limit, strategy="layered")
-        assert counting.calls == 2
-        assert self.snapshot_keys(store) == keys, "an unconfigured layered limit is never stored"
-
-    # -- beyond the maximum, seeds ----------------------------------------------------------------
-    def test_a_token_limit_above_the_maximum_is_computed_live_and_not_written(
-        self, store: RedisCache, sqlite: ContextService, counting: CountingService,
-        reader: SnapshotReader,
-    ) -> None:
-        self.rebuild(sqlite, store, [10])
-        before = store.read(SnapshotKey(10, "wavefront", 0))
-        big = 3 * MAX_LIMIT
-        served = reader.get(10, token_limit=big, seed=0)
-        assert served.source == "live"
-        assert served.body == self.live(sqlite, 10, limit=big)
-        assert len(orjson.loads(served.body)["relatedNotes"]) > len(orjson.loads(before or b"")["result"]
-                                                                    ["relatedNotes"])
-        assert store.read(SnapshotKey(10, "wavefront", 0)) == before
-        cold = reader.get(21, token_limit=big, seed=0)
-        assert cold.source == "live" and cold.body == self.live(sqlite, 21, limit=big)
-        assert store.read(SnapshotKey(21, "wavefront", 0)) is None
-        assert not [k for k in store.redis.scan_iter(match=f"{store.keys.prefix}:*")
-                    if b"{21}" in k and not k.startswith(store.keys.dep(21).encode())]
-        assert counting.calls == 2
-
-    def test_no_seed_picks_one_of_the_configured_seeds(
-        self, store: RedisCache, sqlite: ContextService, make_reader: Callable[..., SnapshotReader]
-    ) -> None:
-        self.rebuild(sqlite, store, [10])
-        per_seed = {seed: self.stored_body(store, 10, seed) for seed in SEEDS}
-        assert len(set(per_seed.values())) == len(SEEDS)
-        reader = make_reader(rng=random.Random(1234))
-        seen = [reader.get(10) for _ in range(24)]
-        assert {s.source for s in seen} == {"cache"}
-        assert {s.body for s in seen} == set(per_seed.values()), "every configured seed gets picked"
-        only = make_reader(seeds=(7,)).get(10)
-        assert only.body == per_seed[7]
-
-    # -- Redis down, database down ----------------------------------------------------------------
-    def test_redis_down_computes_live(
-        self, prefix: str, sqlite: ContextService, counting: CountingService,
-        make_reader: Callable[..., SnapshotReader], registry: CollectorRegistry,
-    ) -> None:
-        reader = make_reader(store_=self.store_on(self.unreachable(), prefix))
-        served = reader.get(10, seed=0)
-        assert (served.source, served.body) == ("live", self.live(sqlite, 10))
-        small = reader.get(10, token_limit=300, seed=7)
-        assert (small.source, small.body) == ("live", self.live(sqlite, 10, seed=7, limit=300))
-        assert self.metric(registry, "redis_errors") == 2
-        assert self.metric(registry, "live_computes") == 2
-        assert counting.calls == 2
-        with pytest.raises(NoteNotFound):
-            reader.get(UNKNOWN_NOTE)
-
-    def test_database_down_serves_any_snapshot_and_a_miss_is_unavailable(
-        self, store: RedisCache, sqlite: ContextService, clock: Clock,
-        make_reader: Callable[..., SnapshotReader], registry: CollectorRegistry,
-    ) -> None:
-        self.rebuild(sqlite, store, [10])
-        with down_service() as down:
-            reader = make_reader(service=down, on_stale=Calls())
-            fresh = reader.get(10, seed=0, token_limit=300)
-            assert fresh.source == "cache"
-            assert fresh.body == self.live(sqlite, 10, limit=300, now_ms=NOW_MS)
-            clock.now_ms = NOW_MS + HARD_TTL_S * 1000  # long past the soft TTL
-            old = reader.get(10, seed=0)
-            assert (old.source, old.body) == ("stale", self.stored_body(store, 10))
-            with pytest.raises(Unavailable):
-                reader.get(21, seed=0)
-            assert self.metric(registry, "database_errors") == 1
-            assert store.read(SnapshotKey(21, "wavefront", 0)) is None
-            assert not list(store.redis.scan_iter(match=f"{store.keys.prefix}:lock:*"))
-
-    def test_database_and_redis_down_is_unavailable(
-        self, prefix: str, make_reader: Callable[..., SnapshotReader]
-    ) -> None:
-        with down_service() as down:
-            reader = make_reader(service=down, store_=self.store_on(self.unreachable(), prefix))
-            with pytest.raises(Unavailable) as caught:
-                reader.get(10)
-            assert isinstance(caught.value, GraphRagError)
-            assert "10" in str(caught.value)
-
-    # -- corrupt snapshots ------------------------------------------------------------------------
-    @pytest.mark.parametrize("kind", ["garbage", "empty", "foreign-schema", "other-note", "hash"])
-    def test_corrupt_or_foreign_snapshots_are_a_miss_and_get_overwritten(
-        self, kind: str, store: RedisCache, sqlite: ContextService, reader: SnapshotReader,
-        registry: CollectorRegistry,
-    ) -> None:
-        key = store.keys.snapshot(10, "wavefront", 0)
-        if kind in ("foreign-schema", "other-note"):
-            self.rebuild(sqlite, store, [10, 12])
-            source = 12 if kind == "other-note" else 10
-            obj = orjson.loads(store.read(SnapshotKey(source, "wavefront", 0)) or b"")
-            if kind == "foreign-schema":
-                obj["schema"] = 2
-            store.redis.set(key, orjson.dumps(obj))
-        elif kind == "hash":
-            store.redis.hset(key, mapping={"result": "x", "schema": "1"})
-        else:
-            store.redis.set(key, b"\x00\xff{not json" if kind == "garbage" else b"")
-        served = reader.get(10, seed=0)
-        assert (served.source, served.body) == ("live", self.live(sqlite, 10))
-        assert self.metric(registry, "cache_misses") == 1
-        assert store.redis.type(key) == b"string"
-        env = decode_envelope(store.redis.get(key))
-        assert env is not None and (env.note_id, env.seed, env.strategy) == (10, 0, "wavefront")
-        again = reader.get(10, seed=0)
-        assert (again.source, again.body) == ("cache", served.body)
-
-    # -- bad input --------------------------------------------------------------------------------
-    @pytest.mark.parametrize(("args", "parameter"), [
-        ({"note_id": -1}, "noteId"),
-        ({"note_id": "10"}, "noteId"),
-        ({"note_id": 1.5}, "noteId"),
-        ({"note_id": True}, "noteId"),
-        ({"note_id": None}, "noteId"),
-        ({"token_limit": 0}, "tokenLimit"),
-        ({"token_limit": -1}, "tokenLimit"),
-        ({"token_limit": 10**9}, "tokenLimit"),
-        ({"token_limit": 2.5}, "tokenLimit"),
-        ({"token_limit": "300"}, "tokenLimit"),
-        ({"token_limit": True}, "tokenLimit"),
-        ({"strategy": "nope"}, "strategy"),
-        ({"strategy": ""}, "strategy"),
-        ({"strategy": "Wavefront"}, "strategy"),
-        ({"seed": 99}, "seed"),
-        ({"seed": -1}, "seed"),
-        ({"seed": "0"}, "seed"),
-    ])
-    def test_bad_input_names_the_parameter(
-        self, args: dict[str, Any], parameter: str, store: RedisCache, counting: CountingService,
-        reader: SnapshotReader,
-    ) -> None:
-        call: dict[str, Any] = {"note_id": 10, **args}
-        note_id = call.pop("note_id")
-        with pytest.raises(InvalidParameter) as caught:
-            reader.get(note_id, **call)
-        assert caught.value.parameter == parameter
-        assert counting.calls == 0
-        assert not list(store.redis.scan_iter(match=f"{store.keys.prefix}:*"))
-
-    @pytest.mark.parametrize("seed", [0.0, False])
-    def test_a_seed_that_is_not_an_int_is_invalid(
-        self, seed: Any, store: RedisCache, reader: SnapshotReader
-    ) -> None:
-        with pytest.raises(InvalidParameter) as caught:
-            reader.get(10, seed=seed)
-        assert caught.value.parameter == "seed"
-
-    @pytest.mark.parametrize("note_id", [UNKNOWN_NOTE, DELETED_NOTE, DELETED_LINK])
-    def test_unknown_and_deleted_notes_are_not_found(
-        self, note_id: int, store: RedisCache, reader: SnapshotReader
-    ) -> None:
-        for strategy in STRATEGIES:
-            with pytest.raises(NoteNotFound):
-                reader.get(note_id, strategy=strategy, seed=0)
-        with pytest.raises(NoteNotFound):
-            reader.get(note_id, token_limit=5 * MAX_LIMIT)
-        assert not self.snapshot_keys(store)
-        assert not list(store.redis.scan_iter(match=f"{store.keys.prefix}:lock:*"))
-
     # -- TTLs -------------------------------------------------------------------------------------
     def test_every_key_the_reader_writes_has_a_ttl(
         self, store: RedisCache, clock: Clock, make_reader: Callable[..., SnapshotReader]
@@ -573,36 +242,15 @@ class ReaderContract:
         assert index_mismatches(store) == {}
 
 
-class TestReaderFakeRedis(ReaderContract):
-    @pytest.fixture
-    def client(self, prefix: str) -> Iterator[redis.Redis]:
-        yield fake_redis()
-
-    def unreachable(self) -> redis.Redis:
-        return fake_redis(connected=False)
+class TestReaderFakeRedis(OnFakeRedis, ServingContract):
+    pass
 
 
 @pytest.mark.redis
-class TestReaderRealRedis(ReaderContract):
-    @pytest.fixture
-    def client(self, prefix: str) -> Iterator[redis.Redis]:
-        with real_redis(prefix, max_connections=2 * BURST) as client:
-            yield client
-
-    def unreachable(self) -> redis.Redis:
-        return unreachable_redis()
+class TestReaderRealRedis(OnRealRedis, ServingContract):
+    pass
 
 
 @pytest.mark.redis
-class TestReaderRedisCluster(ReaderContract):
-    """The same contract on the test process's local 3-primary Redis Cluster."""
-
-    @pytest.fixture
-    def client(self, prefix: str) -> Iterator[redis.Redis]:
-        with cluster_client() as client:
-            yield client
-            delete_prefix(client, prefix)
-
-    def unreachable(self) -> redis.Redis:
-        with cluster_client(connected=False) as client:
-            return client  # type: ignore[no-any-return]
+class TestReaderRedisCluster(OnRedisCluster, ServingContract):
+    pass

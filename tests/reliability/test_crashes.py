@@ -12,17 +12,19 @@
     interval x throttle); rather than idling up to 100 s, the test starts one more worker once the
     timeout has passed. No nightly rebuild runs here: it would repair what a lost event missed.
     The kills run in a module fixture and the check is the module's last test, so the tests between
-    run while the stranded messages wait out their visibility timeout. The same kills run on the
-    scaled-out engines too (a Redis Cluster for snapshots, dirty-set shards and locks; RabbitMQ as
-    the broker; two workers, the newest killed each time): RabbitMQ requeues what a killed worker
-    held when its connection closes, so that check follows the kills directly.
-(b) Two private ``redis-server`` instances, the cache and the broker, as deployed. The cache is
-    flushed (FLUSHALL) under a running worker, then killed (-9) and restarted empty: while it is down
-    the reader computes live and the webhook answers 503; afterwards a miss is computed live and
-    written back, edits sent after the restart are applied, and ``graphrag rebuild --all --queue``
-    restores every snapshot (the documented recovery, ops/runbook.md). The broker is killed and
-    restarted empty too: edits sent afterwards are applied (a worker that exits on the lost
-    connection is started again, as the deployment's restart policy does).
+    run while the stranded messages wait out their visibility timeout (the kill loop:
+    :mod:`tests.reliability.sigkill`). The same kills run on the scaled-out engines too (a Redis
+    Cluster for snapshots, dirty-set shards and locks; RabbitMQ as the broker; two workers, the
+    newest killed each time): RabbitMQ requeues what a killed worker held when its connection
+    closes, so that check follows the kills directly.
+(b) Two private ``redis-server`` instances, the cache and the broker, as deployed
+    (:mod:`tests.reliability.outage`). The cache is flushed (FLUSHALL) under a running worker, then
+    killed (-9) and restarted empty: while it is down the reader computes live and the webhook
+    answers 503; afterwards a miss is computed live and written back, edits sent after the restart
+    are applied, and ``graphrag rebuild --all --queue`` restores every snapshot (the documented
+    recovery, ops/runbook.md). The broker is killed and restarted empty too: edits sent afterwards
+    are applied (a worker that exits on the lost connection is started again, as the deployment's
+    restart policy does).
 (c) MariaDB behind a TCP proxy that is cut (every connection closed, new ones refused) and restored:
     meanwhile the reader serves the snapshots it has, even stale, and answers a miss with
     ``Unavailable`` / HTTP 503; the worker's event, drain and nightly tasks retry and succeed after the
@@ -32,206 +34,40 @@
 
 from __future__ import annotations
 
-import contextlib
-import random
 import re
-import threading
 import time
-import uuid
-from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
-import redis
 from fastapi.testclient import TestClient
 from sqlalchemy.engine import Engine
 
 from graphrag.core.errors import Unavailable
-from service.context import ContextService
 from service.envelope import SnapshotKey
-from service.reader import SnapshotReader
-from storage.database import open_engine
 from storage.redis.cache import RedisCache as SnapshotStore
 from storage.redis.progress import RedisProgress as RebuildProgress
-from storage.redis.queue import RedisDirtySet as DirtySet
-from tests.conftest import mariadb_database, mysql_base_url, url_string
-from tests.e2e.conftest import Workers, wait_until, worker_env
-from tests.reliability.checks import check_snapshots, content_problems, load_notes
-from tests.reliability.edits import Doughnut, generated_rows
-from tests.reliability.engines import Stranded
-from tests.reliability.harness import (
-    SECRET,
-    TOKEN,
-    Broker,
-    Stack,
-    background,
-    post_events,
-    running_stack,
-    settings_from,
-    settle,
-    unfinished_tasks,
-)
-from tests.reliability.servers import RedisServer, TcpProxy
-from tests.reliability.support import cli_env, figure, graphrag, sized
-from tests.support import drain_lock_tokens
-from tests.wiring import (
-    NoteStore,
-    build_reader,
-    build_redis,
-    build_service,
-    build_snapshot_store,
-    rebuild_notes,
-)
+from tests.e2e.conftest import wait_until, worker_env
+from tests.reliability.checks import content_problems, load_notes
+from tests.reliability.harness import TOKEN, post_events
+from tests.reliability.outage import Outage
+from tests.reliability.outage import outage as outage  # a fixture
+from tests.reliability.sigkill import SigkillRun, _killed_stream, _kills_happened, _nothing_lost_or_stale
+from tests.reliability.support import cli_env, figure, graphrag
 from worker.celery_app import create_celery
-from worker.server import build_http_app
-from worker.settings import Settings
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.redis]
 
-DRAIN_LOCK_TTL_S = 15  # tasks/runtime.py Runtime.drain_lock_ttl_ms (not a setting)
-CRASH_ENV = {"GRAPHRAG_STRATEGIES": "wavefront,layered", "GRAPHRAG_SEEDS": "0",
-             "GRAPHRAG_LAYERED_LIMITS": "2500,5000", "GRAPHRAG_TASK_TIME_LIMIT_S": "50",
-             "GRAPHRAG_VISIBILITY_TIMEOUT_S": "111"}
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
 # -- (a) SIGKILL ------------------------------------------------------------------------------------
-@dataclass
-class KillLog:
-    kills: int = 0
-    mid_drain: int = 0
-    in_flight: Counter[str] = field(default_factory=Counter)
-    dirty_at_kill: int = 0
-    last_kill: float = 0.0  # epoch seconds
-
-
-def _kill_once(stack: Stack, rng: random.Random, *, wait_for_drain: bool, dead: set[bytes],
-               log: KillLog) -> None:
-    """Kill the current worker's process group: mid-drain (a drain of *this* worker holds the lock,
-    i.e. a token no killed worker held) or at a random moment; then start a new worker."""
-    def tokens() -> set[bytes]:
-        return drain_lock_tokens(stack.store.redis, stack.store.keys)
-
-    def live_drain() -> bool:
-        return bool(tokens() - dead) and stack.dirty.size() > 0
-
-    worker = stack.workers.current
-    if wait_for_drain:
-        deadline = time.monotonic() + DRAIN_LOCK_TTL_S + 10
-        while not live_drain() and time.monotonic() < deadline:
-            time.sleep(0.01)
-        time.sleep(rng.uniform(0, 0.3))  # somewhere inside the batch
-    else:
-        time.sleep(rng.uniform(0.2, 2.5))
-    held = tokens() - dead
-    dirty = stack.dirty.size()
-    worker.kill()
-    log.last_kill = time.time()
-    log.kills += 1
-    log.dirty_at_kill += dirty
-    log.in_flight.update(unfinished_tasks(worker.log()))
-    if held:
-        log.mid_drain += 1
-        dead.update(held)
-    stack.workers.start()
-
-
-@dataclass
-class SigkillRun:
-    """The kill phase's outcome, kept (with its stack running) until the module ends."""
-
-    stack: Stack
-    log: KillLog
-    sent: Counter[str]
-    doughnut: Doughnut
-    stranded: list[Stranded]  # taken by killed workers, not acknowledged, at the end of the kills
-    kill_s: float
-    errors: list[BaseException]
-
-
-@contextlib.contextmanager
-def _killed_stream(folder: Path, *, on: str, workers: int) -> Iterator[SigkillRun]:
-    """Kill the newest worker's process group ``kills`` times during a stream of signed edits,
-    every other kill while a drain holds a lock, and start a new worker each time (so ``workers``
-    keep running); yield the outcome with the stack still running."""
-    kills = sized(ci=5, full=50)
-    rng = random.Random(7_000 + kills)
-    rows = generated_rows(sized(ci=150, full=250), rng)
-    with running_stack(folder, rows, CRASH_ENV, workers=workers, on=on) as stack:
-        doughnut = Doughnut(stack.engine, rows, random.Random(11))
-        sent: Counter[str] = Counter()
-
-        def edit(stop: threading.Event) -> None:
-            pace = random.Random(13)
-            while not stop.is_set():
-                events = [doughnut.edit() for _ in range(pace.choice((1, 1, 1, 2, 3)))]
-                assert post_events(stack.http, events) == 202
-                sent["events"] += len(events)
-                sent["webhooks"] += 1
-                time.sleep(pace.uniform(0.01, 0.06))
-
-        log, dead = KillLog(), set[bytes]()
-        started = time.perf_counter()
-        with background(edit, name="editor") as errors:
-            for k in range(kills):
-                _kill_once(stack, rng, wait_for_drain=k % 2 == 0, dead=dead, log=log)
-            time.sleep(1.0)  # the stream goes on into the last worker's life
-        stranded = [m for m in stack.broker.unacked() if m.delivered_at <= log.last_kill]
-        yield SigkillRun(stack, log, sent, doughnut, stranded,
-                         time.perf_counter() - started, errors)
-
-
 @pytest.fixture(scope="module")
 def sigkill_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SigkillRun]:
     """The kills on one Redis (kombu's Redis transport strands what a killed worker held)."""
     with _killed_stream(tmp_path_factory.mktemp("sigkill"), on="single", workers=1) as run:
         yield run
-
-
-def _kills_happened(run: SigkillRun) -> None:
-    """The kills happened as planned (figures printed and kept for the summary)."""
-    kills, on = sized(ci=5, full=50), run.stack.on
-    assert run.errors == [], f"the edit stream failed: {run.errors[0]!r}"
-    summary = {
-        "kills": run.log.kills, "kills mid-drain": run.log.mid_drain,
-        "tasks in flight at the kills (received, not finished)": dict(run.log.in_flight),
-        "dirty notes at the kills (sum)": run.log.dirty_at_kill, "events": run.sent["events"],
-        "webhooks": run.sent["webhooks"], "edits": dict(run.doughnut.ops),
-        "stranded (unacknowledged by killed workers)": dict(_by_task(run.stranded)),
-        "kill phase seconds": round(run.kill_s),
-    }
-    print(f"\nsigkill ({on}):", summary)
-    figure(f"sigkill ({on}): kills / mid-drain / events",
-           f"{run.log.kills} / {run.log.mid_drain} / {run.sent['events']} "
-           f"({run.sent['webhooks']} webhooks)")
-    figure(f"sigkill ({on}): tasks in flight at the kills", dict(run.log.in_flight))
-    figure(f"sigkill ({on}): messages stranded by the killed workers", dict(_by_task(run.stranded)))
-    assert run.log.kills == kills
-    assert run.log.mid_drain >= max(1, kills // 4), f"too few kills landed mid-drain: {summary}"
-
-
-def _nothing_lost_or_stale(run: SigkillRun) -> None:
-    """After the stranded messages came back: nothing dirty, queued or parked; none stale or missing."""
-    stack = run.stack
-    waited = _recover(run)
-    settle_s = stack.settle(timeout_s=DRAIN_LOCK_TTL_S + sized(ci=120, full=480))
-    report = stack.check()
-    summary = {"stranded messages redelivered": dict(_by_task(run.stranded)),
-               "seconds waited for them here": round(waited), "quiescence seconds": round(settle_s),
-               "snapshots checked": report.checked, "stale": len(report.stale),
-               "missing": len(report.missing)}
-    print(f"\nafter the sigkills ({stack.on}):", summary)
-    figure(f"sigkill ({stack.on}): snapshots checked / stale / missing (lost rebuilds)",
-           f"{report.checked} / {len(report.stale)} / {len(report.missing)}")
-    figure(f"sigkill ({stack.on}): seconds (kill phase, waiting for stranded messages, "
-           "quiescence)", f"{run.kill_s:.0f}, {waited:.0f}, {settle_s:.0f}")
-    assert stack.dirty.size() == 0
-    assert stack.broker.backlog() == 0 and stack.broker.undeliverable() == 0
-    assert report.bad == 0, report.summary(history=run.doughnut.history)
 
 
 def test_sigkill_the_worker_repeatedly_during_a_stream_of_edits(sigkill_run: SigkillRun) -> None:
@@ -249,116 +85,7 @@ def test_sigkill_workers_on_a_redis_cluster_and_rabbitmq(
         _nothing_lost_or_stale(run)
 
 
-def _by_task(messages: list[Stranded]) -> Counter[str]:
-    return Counter(m.task.removeprefix("graphrag.") for m in messages)
-
-
-def _recover(run: SigkillRun) -> float:
-    """Wait out the visibility timeout of what the killed workers stranded (if a periodic sweep
-    has not returned it yet), then start one more worker: kombu returns expired unacknowledged
-    messages at a worker's start. Returns the seconds waited."""
-    stack = run.stack
-    left = [m for m in stack.broker.unacked() if m.delivered_at <= run.log.last_kill]
-    if not left:
-        return 0.0
-    visible_at = max(m.delivered_at for m in left) + stack.settings.visibility_timeout_s + 1
-    waited = max(0.0, visible_at - time.time())
-    time.sleep(waited)
-    stack.workers.start()
-    return waited
-
-
 # -- a private Redis, MariaDB behind a proxy ---------------------------------------------------------
-@dataclass
-class Outage:
-    """MariaDB (direct ``engine`` for Doughnut's edits, ``proxy`` for the service), two private
-    redis-servers (the cache and the broker, as deployed), settings, and workers on demand."""
-
-    folder: Path
-    engine: Engine
-    proxy: TcpProxy
-    cache: RedisServer  # snapshots (db 0), as `redis-cache` in docker-compose.yml
-    broker_server: RedisServer  # the Celery broker (db 0), as `redis-broker`
-    env: dict[str, str]
-    settings: Settings
-    service: ContextService
-    store: SnapshotStore
-    workers: Workers
-    rows: list[dict[str, Any]]
-
-    @property
-    def dirty(self) -> DirtySet:
-        return DirtySet(self.store.redis, self.store.keys)
-
-    def broker(self) -> Broker:
-        return Broker(redis.Redis.from_url(self.broker_server.url(0), socket_timeout=5))
-
-    def reader(self, **overrides: str) -> SnapshotReader:
-        """A reader of its own (settings plus ``overrides``, e.g. a 1 s soft TTL)."""
-        settings = settings_from({**self.env, **overrides})
-        return build_reader(settings, self.service, build_snapshot_store(settings, self.store.redis))
-
-    def http(self, **overrides: str) -> TestClient:
-        return TestClient(build_http_app(settings_from({**self.env, **overrides})),
-                          raise_server_exceptions=False)
-
-    def rebuild_all(self) -> None:
-        ids = NoteStore(self.engine).live_ids_after(0, 10**6)
-        report = rebuild_notes(self.settings, self.service, self.store, ids)
-        assert report.errors == {}, report.summary()
-
-    def check(self) -> None:
-        report = check_snapshots(self.engine, self.store, self.settings, self.service)
-        assert report.bad == 0, report.summary()
-
-    def quiet(self, timeout_s: float) -> None:
-        broker = self.broker()
-        try:
-            settle(self.store, self.dirty, broker, timeout_s=timeout_s,
-                   details=lambda: self.workers.current.tail(40) if self.workers.started else "")
-        finally:
-            broker.redis.close()
-
-
-@pytest.fixture
-def outage(tmp_path: Path) -> Iterator[Outage]:
-    rows = generated_rows(80, random.Random(5))
-    (tmp_path / "cache").mkdir()
-    (tmp_path / "broker").mkdir()
-    cache = RedisServer(tmp_path / "cache").start()
-    broker_server = RedisServer(tmp_path / "broker").start()
-    base = mysql_base_url()
-    proxy = TcpProxy((base.host or "127.0.0.1", base.port or 3306)).start()
-    workers: Workers | None = None
-    service: ContextService | None = None
-    try:
-        with mariadb_database() as url:
-            engine = open_engine(url_string(url))
-            NoteStore(engine).create_table()
-            NoteStore(engine).insert(rows)
-            proxied = url_string(url.set(host="127.0.0.1", port=proxy.port))
-            env = {"GRAPHRAG_DATABASE_URL": proxied, "GRAPHRAG_REDIS_URL": cache.url(0),
-                   "CELERY_BROKER_URL": broker_server.url(0),
-                   "GRAPHRAG_REDIS_PREFIX": f"graphrag-reliability:{uuid.uuid4().hex}:v1",
-                   "GRAPHRAG_WEBHOOK_SECRET": SECRET, "GRAPHRAG_READER_TOKEN": TOKEN,
-                   "GRAPHRAG_STRATEGIES": "wavefront,layered", "GRAPHRAG_SEEDS": "0"}
-            settings = settings_from(env)
-            service = build_service(settings)
-            store = build_snapshot_store(settings, build_redis(settings))
-            workers = Workers(worker_env(env), tmp_path)
-            try:
-                yield Outage(tmp_path, engine, proxy, cache, broker_server, env, settings, service,
-                             store, workers, rows)
-            finally:
-                workers.stop_all()
-                service.store.engine.dispose()
-                engine.dispose()
-    finally:
-        proxy.close()
-        cache.stop()
-        broker_server.stop()
-
-
 def _title_event(engine: Engine, note_id: int, title: str) -> list[dict[str, Any]]:
     with engine.begin() as conn:
         conn.exec_driver_sql("UPDATE note SET topic_constructor = %s WHERE id = %s", (title, note_id))

@@ -1,19 +1,13 @@
-"""The deployment files, checked without a Docker engine.
+"""``docker-compose.yml``, checked without a Docker engine.
 
-``docker-compose.yml`` is parsed with PyYAML and held to what the operator relies on (health checks
-everywhere, the two Redis roles, one beat, both queues, required secrets, no machine paths);
-``ops/Dockerfile`` must install every package ``pyproject.toml`` declares; ``ops/runbook.md`` must
-cover the operations the deployment issue names and every metric the reader exports. When a
-``docker compose`` or ``docker-compose`` binary exists, ``config -q`` validates the file as well.
+The file is parsed with PyYAML and held to what the operator relies on: health checks everywhere,
+the two Redis roles, one beat, both queues, required secrets, no machine paths. Its environment
+names only settings the service reads, and http, worker and beat share one configuration.
 """
 
 from __future__ import annotations
 
-import gc
-import json
 import re
-import textwrap
-import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,20 +15,12 @@ from typing import Any
 import fakeredis
 import pytest
 import redis
-import yaml
 from celery import _state as celery_state
-from prometheus_client import CollectorRegistry
 from redbeat.schedulers import RedBeatConfig
 
-from service.metrics import ReaderMetrics
+from tests.deployment_support import COMPOSE_FILE, DOCKERFILE, ROOT, argv, environment, option
 from worker import celery_app
 from worker.settings import Settings, load_settings
-
-ROOT = Path(__file__).resolve().parents[1]
-COMPOSE_FILE = ROOT / "docker-compose.yml"
-DOCKERFILE = ROOT / "ops" / "Dockerfile"
-RUNBOOK = ROOT / "ops" / "runbook.md"
-DOCKERIGNORE = ROOT / ".dockerignore"
 
 PROJECT_SERVICES = ("http", "worker", "beat")
 ALL_SERVICES = ("mysql", "redis-broker", "redis-cache", *PROJECT_SERVICES, "flower")
@@ -55,13 +41,6 @@ INTERPOLATION = re.compile(r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?P<op>:?[-?+])
 
 
 @pytest.fixture(scope="module")
-def compose() -> dict[str, Any]:
-    loaded = yaml.safe_load(COMPOSE_FILE.read_text(encoding="utf-8"))
-    assert isinstance(loaded, dict)
-    return loaded
-
-
-@pytest.fixture(scope="module")
 def services(compose: dict[str, Any]) -> dict[str, dict[str, Any]]:
     found: dict[str, dict[str, Any]] = compose["services"]
     return found
@@ -78,28 +57,6 @@ def strings(node: Any) -> Iterator[str]:
     elif isinstance(node, list):
         for item in node:
             yield from strings(item)
-
-
-def argv(value: str | list[str]) -> list[str]:
-    return value.split() if isinstance(value, str) else [str(part) for part in value]
-
-
-def environment(service: dict[str, Any]) -> dict[str, str]:
-    env = service.get("environment", {})
-    if isinstance(env, list):
-        env = dict(item.split("=", 1) for item in env)
-    return {str(k): str(v) for k, v in env.items()}
-
-
-def option(args: list[str], *names: str) -> str | None:
-    """The value of ``--name VALUE`` / ``--name=VALUE`` in ``args``."""
-    for i, arg in enumerate(args):
-        for name in names:
-            if arg == name and i + 1 < len(args):
-                return args[i + 1]
-            if arg.startswith(name + "="):
-                return arg.split("=", 1)[1]
-    return None
 
 
 def interpolations(text: str) -> tuple[list[re.Match[str]], str]:
@@ -328,144 +285,3 @@ def test_no_absolute_host_paths(compose: dict[str, Any]) -> None:
     machine = re.compile(r"(^|[\s:=\"'])(/home/|/Users/|/work/|/root/|/tmp/|~/|[A-Za-z]:\\)")
     for text in strings(compose):
         assert not machine.search(text), f"machine path in {text!r}"
-
-
-# --- ops/Dockerfile -------------------------------------------------------------------------------
-
-
-def instructions() -> list[tuple[str, str]]:
-    """(INSTRUCTION, arguments) of the Dockerfile, continuation lines joined, comments dropped."""
-    lines = [ln for ln in DOCKERFILE.read_text(encoding="utf-8").splitlines()
-             if not ln.lstrip().startswith("#")]
-    joined = re.sub(r"\\\n", " ", "\n".join(lines))
-    result = []
-    for line in joined.splitlines():
-        if line.strip():
-            keyword, _, rest = line.strip().partition(" ")
-            result.append((keyword.upper(), rest.strip()))
-    return result
-
-
-def test_dockerfile_builds_a_non_root_python_311_image() -> None:
-    steps = instructions()
-    assert steps[0] == ("FROM", "python:3.11-slim")
-    users = [args for kw, args in steps if kw == "USER"]
-    assert users and users[-1].split(":")[0] not in {"root", "0"}
-    assert any(kw == "RUN" and re.search(r"pip install (--\S+ )*\.(\s|$)", args) for kw, args in steps)
-    assert ("EXPOSE", "8000") in steps
-    cmd = [args for kw, args in steps if kw == "CMD"]
-    assert json.loads(cmd[-1])[:4] == ["graphrag", "serve", "--host", "0.0.0.0"]
-    assert not any(kw == "ENTRYPOINT" for kw, _ in steps), "compose commands start with graphrag/celery"
-
-
-def test_dockerfile_copies_everything_pip_install_needs() -> None:
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    packages = {p.split(".")[0] for p in project["tool"]["setuptools"]["packages"]}
-    needed = [*sorted(packages), "pyproject.toml", project["project"]["readme"]]
-    copied = {Path(part).name for kw, args in instructions() if kw == "COPY"
-              for part in args.split()[:-1] if not part.startswith("--")}
-    ignored = {ln.strip().strip("/") for ln in DOCKERIGNORE.read_text(encoding="utf-8").splitlines()
-               if ln.strip() and not ln.startswith("#")}
-    for item in needed:
-        assert item in copied, f"ops/Dockerfile does not copy {item}"
-        assert item not in ignored, f".dockerignore excludes {item}"
-        assert (ROOT / item).exists(), item
-    assert {".venv", ".git", "tests"} <= ignored
-
-
-# --- ops/runbook.md -------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def runbook() -> str:
-    return RUNBOOK.read_text(encoding="utf-8")
-
-
-@pytest.mark.parametrize("phrase", [
-    "## Deploy", "docker compose up", "graphrag rebuild --all --queue", "graphrag rebuild --status",
-    "## Scale workers", "--scale worker=", "--concurrency", "realtime", "bulk",
-    "## Rotate the webhook secret", "GRAPHRAG_WEBHOOK_SECRET", "webhook-signature",
-    "## Rotate the reader token", "GRAPHRAG_READER_TOKEN",
-    "## Read metrics", "/metrics",
-    "## Recover from a Redis flush", "redis-cache", "redis-broker", "RedBeat",
-    "GRANT SELECT ON doughnut.note TO 'graphrag'@'%'",
-    "graphrag audit --sample 500", "README.md",
-])
-def test_runbook_covers_the_operations(runbook: str, phrase: str) -> None:
-    assert phrase in runbook
-
-
-def runbook_yaml(marker: str) -> str:
-    """The one YAML block of the runbook that contains ``marker``."""
-    blocks = re.findall(r"```yaml\n(.*?)```", RUNBOOK.read_text(encoding="utf-8"), re.S)
-    found = [b for b in blocks if marker in b]
-    assert len(found) == 1, f"expected one YAML block with {marker!r} in the runbook"
-    return textwrap.dedent(found[0])
-
-
-def runbook_override_text() -> str:
-    """The override file the runbook offers for splitting realtime and bulk workers."""
-    return runbook_yaml("worker-bulk:")
-
-
-def test_runbook_worker_host_file_runs_the_compose_worker_on_a_cluster(
-        compose: dict[str, Any]) -> None:
-    host = yaml.safe_load(runbook_yaml("docker-compose.worker.yml"))["services"]["worker"]
-    worker = compose["services"]["worker"]
-    assert host["command"] == worker["command"] and host["image"] == worker["image"]
-    assert host["healthcheck"]["test"] == worker["healthcheck"]["test"]
-    assert set(environment(worker)) < set(environment(host))
-    assert environment(host)["GRAPHRAG_REDIS_CLUSTER"] == "true"
-
-
-def test_runbook_queue_split_keeps_both_queues_and_the_configuration(compose: dict[str, Any]) -> None:
-    override = yaml.safe_load(runbook_override_text())["services"]
-    queues = set()
-    for name in ("worker", "worker-bulk"):
-        queues |= set((option(argv(override[name]["command"]), "--queues") or "").split(","))
-    assert queues == {"realtime", "bulk"}
-    bulk = override["worker-bulk"]
-    assert environment(bulk) == environment(compose["services"]["worker"])
-    assert bulk["build"] == compose["services"]["worker"]["build"]
-    assert bulk["image"] == compose["services"]["worker"]["image"]
-    assert bulk["healthcheck"]["test"] == compose["services"]["worker"]["healthcheck"]["test"]
-    assert all(spec["condition"] == "service_healthy" for spec in bulk["depends_on"].values())
-
-
-def test_runbook_names_every_exported_metric(runbook: str) -> None:
-    registry = CollectorRegistry()
-    ReaderMetrics.create(registry)
-    names = set()
-    for family in registry.collect():
-        names.add(f"{family.name}_total" if family.type == "counter" else family.name)
-    assert len(names) >= 10
-    missing = sorted(n for n in names if f"`{n}" not in runbook)
-    assert not missing, f"ops/runbook.md does not explain {missing}"
-
-
-def test_runbook_commands_exist_in_the_cli(runbook: str) -> None:
-    from click.testing import CliRunner
-
-    from worker.cli import main
-
-    for command in sorted(set(re.findall(r"graphrag ([a-z]+)", runbook))):
-        result = CliRunner().invoke(main, [command, "--help"])
-        assert result.exit_code == 0, f"`graphrag {command}` is not a command"
-    for flag in ("--queue", "--status", "--all"):
-        assert flag in CliRunner().invoke(main, ["rebuild", "--help"]).output
-    assert "--sample" in CliRunner().invoke(main, ["audit", "--help"]).output
-
-
-def test_a_worker_process_freezes_what_it_built_before_its_first_task(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """The runtime is built first, then frozen: the collector's full passes skip it for good."""
-    frozen_while_building: list[int] = []
-    building = lambda: frozen_while_building.append(gc.get_freeze_count())  # noqa: E731
-    monkeypatch.setattr(celery_app, "current", building)
-    gc.unfreeze()
-    try:
-        celery_app._warm_up()
-        assert frozen_while_building == [0] and gc.get_freeze_count() > 10_000
-    finally:
-        gc.unfreeze()

@@ -1,0 +1,102 @@
+"""``POST /webhooks/note-events`` outdates before it answers (``worker.server.outdating``).
+
+Before the 202, every snapshot showing an edited note is outdated, so no read after the answer serves
+the old note. Outdating runs before the enqueue, never for a refused delivery, and its failure never
+fails the delivery.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+from fastapi.testclient import TestClient
+from prometheus_client import CollectorRegistry
+
+from graphrag.core.errors import CacheUnavailable
+from service.envelope import SnapshotKey
+from service.events import outdate_shown
+from storage.database import open_engine
+from storage.profiles.admin_2025 import create_tables
+from storage.redis.cache import RedisCache
+from storage.redis.coordination import RedisCoordination
+from tests.contracts.cache_contract import envelope
+from tests.e2e.webhook_support import (
+    MAX_EVENTS,
+    OTHER_SECRET,
+    SECRET,
+    TOKEN,
+    Recorder,
+    event,
+    payload,
+    post,
+    reader_on,
+    signed,
+)
+from worker.http import create_app
+from worker.server import outdating
+from worker.webhook import WebhookReceiver
+
+
+# -- outdating before the answer (worker.server.outdating, the server's enqueue) ------------------
+def outdating_client(tmp_path: Path, guard: RedisCoordination, enqueue: Recorder,
+                     outdate: Any) -> TestClient:
+    engine = open_engine(f"sqlite:///{tmp_path / 'notes.db'}")
+    create_tables(engine)
+    receiver = WebhookReceiver(SECRET, guard, outdating(enqueue, outdate), max_events=MAX_EVENTS)
+    app = create_app(reader_on(engine, guard), reader_token=TOKEN, registry=CollectorRegistry(),
+                     health=lambda: {"redis": "ok"}, webhook=receiver)
+    return TestClient(app, raise_server_exceptions=False)
+
+
+def test_before_answering_it_outdates_every_snapshot_showing_an_edited_note(
+    tmp_path: Path, guard: RedisCoordination, recorder: Recorder,
+) -> None:
+    cache = RedisCache(guard.redis, prefix=guard.keys.prefix)
+    shows_7 = envelope(10, cache.bump_generations([10])[10], [7, 8])
+    shows_8 = envelope(11, cache.bump_generations([11])[11], [8])
+    assert cache.write_many([shows_7, shows_8]) == [True, True]
+    with outdating_client(tmp_path, guard, recorder,
+                          lambda ids: outdate_shown(ids, cache)) as client:
+        body = payload(event(7), event(None, "folder.renamed", folderId=3))
+        assert post(client, body, signed(body)).status_code == 202
+    assert cache.read_current(SnapshotKey(10, "wavefront", 0))[1] > shows_7.generation
+    assert cache.read_current(SnapshotKey(11, "wavefront", 0))[1] == shows_8.generation
+    assert cache.generations([7])[7] > 0 and len(recorder.calls) == 1
+
+
+def test_outdating_precedes_the_enqueue_and_its_failure_never_fails_the_delivery(
+    tmp_path: Path, guard: RedisCoordination, recorder: Recorder,
+) -> None:
+    """Before the event task can run (and have a worker take its foci, whose writes a later bump
+    would refuse), and even when the broker refuses the delivery: the edit is committed either way."""
+    order: list[str] = []
+    asked: list[list[int]] = []
+
+    def outdate(ids: list[int]) -> None:
+        order.append(f"outdate (enqueued so far: {recorder.attempts})")
+        asked.append(ids)
+        if len(asked) == 1:
+            raise CacheUnavailable("redis unreachable")
+        if len(asked) == 2:
+            raise ValueError("a foreign value under a dep: key")  # not even a GraphRagError
+
+    with outdating_client(tmp_path, guard, recorder, outdate) as client:
+        body = payload(event(4))
+        assert post(client, body, signed(body)).status_code == 202  # a CacheUnavailable
+        body = payload(event(7))
+        assert post(client, body, signed(body)).status_code == 202  # any other error
+        assert order == ["outdate (enqueued so far: 0)", "outdate (enqueued so far: 1)"]
+        asked.clear()
+        recorder.calls.clear()
+        bad = payload(event(5))
+        assert post(client, bad, signed(bad, secret=OTHER_SECRET)).status_code == 401
+        assert asked == []
+        recorder.down = True
+        body = payload(event(5), event(6))
+        assert post(client, body, signed(body)).status_code == 503
+        assert asked == [[5, 6]] and recorder.calls == []
+        recorder.down = False
+        assert post(client, body, signed(body)).status_code == 202
+    assert asked == [[5, 6], [5, 6]] and recorder.calls == [orjson.loads(body)["events"]]
