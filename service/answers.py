@@ -52,6 +52,7 @@ class Ask:
     viewer: Viewer | None
     fmt: Format
     stored_limit: int | None  # the tokenLimit of the snapshot that can answer; None: live only
+    read_deleted: bool = False  # a deleted focus is computed like a live one (Doughnut's paths)
 
     @property
     def key(self) -> SnapshotKey:
@@ -69,11 +70,13 @@ def _int(value: object, name: str) -> int:
     return value
 
 
-def _token_limit(value: int | None, strategy: str, maximum: int) -> int:
+def _token_limit(value: int | None, strategy: str, maximum: int, least: int) -> int:
     default = get_strategy(strategy).default_token_limit or maximum
     limit = default if value is None else value
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 0 < limit <= MAX_TOKEN_LIMIT_CEILING:
-        raise InvalidParameter("tokenLimit", f"must be an integer from 1 to {MAX_TOKEN_LIMIT_CEILING}")
+    if (isinstance(limit, bool) or not isinstance(limit, int)
+            or not least <= limit <= MAX_TOKEN_LIMIT_CEILING):
+        raise InvalidParameter("tokenLimit",
+                               f"must be an integer from {least} to {MAX_TOKEN_LIMIT_CEILING}")
     return limit
 
 
@@ -91,10 +94,12 @@ def _seed(value: int | None, traced: bool, seeds: tuple[int, ...]) -> int | None
 
 
 def parse_ask(note_id: int, *, strategy: str, token_limit: int | None, seed: int | None,
-              viewer: Viewer | None, fmt: str, seeds: tuple[int, ...], max_token_limit: int) -> Ask:
-    """Validate one read (InvalidParameter names the parameter); ``stored_limit`` left unset."""
+              viewer: Viewer | None, fmt: str, seeds: tuple[int, ...], max_token_limit: int,
+              least_token_limit: int = 1) -> Ask:
+    """Validate one read (InvalidParameter names the parameter); ``stored_limit`` left unset.
+    ``least_token_limit`` 0 takes Doughnut's own paths' tokenLimit 0 (an empty focus body)."""
     check_note_id(note_id)
-    limit = _token_limit(token_limit, strategy, max_token_limit)
+    limit = _token_limit(token_limit, strategy, max_token_limit, least_token_limit)
     traced = get_strategy(strategy).limits == "trace"
     chosen = _seed(seed, traced, seeds)
     if viewer is not None and not traced:

@@ -26,6 +26,8 @@ class ReaderMetrics:
     redis_errors: Counter
     database_errors: Counter
     distrusted: Counter
+    viewer_proven: Counter
+    viewer_live: Counter
     read_latency_s: Histogram
     live_latency_s: Histogram
 
@@ -50,6 +52,10 @@ class ReaderMetrics:
             database_errors=counter("database_errors", "Live computes that found the database down"),
             distrusted=counter("feed_distrusted_reads", "Reads answered from the database because "
                                "the change feed was behind (service.feed)"),
+            viewer_proven=counter("viewer_snapshot_reads", "Reads for another user than the "
+                                  "snapshot's, served from it once proven the same (service.viewers)"),
+            viewer_live=counter("viewer_live_reads", "Reads for another user than the snapshot's, "
+                                "computed live (not proven the same, or no snapshot)"),
             read_latency_s=Histogram("graphrag_read_seconds", "SnapshotReader.get latency",
                                      ["source"], registry=reg, buckets=_LATENCY_BUCKETS_S),
             live_latency_s=Histogram("graphrag_live_compute_seconds", "Live compute latency",

@@ -41,6 +41,8 @@ __all__ = [
     "ProgressLog",
     "QueueDepth",
     "SnapshotCache",
+    "TokenOwner",
+    "UserTokens",
 ]
 
 #: Loads one round's need into a view (a batch's connection stays open between rounds).
@@ -260,6 +262,22 @@ class FeedHeartbeat(Protocol):
 
     def forget(self) -> None:
         """Remove it (change capture retired: nothing to wait for)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TokenOwner:
+    """One row of Doughnut's ``user_token``: whose access token it is, and when it expires (epoch
+    milliseconds; None: never)."""
+
+    user_id: int
+    expires_at_ms: int | None
+
+
+class UserTokens(Protocol):
+    """Doughnut's access tokens (today's Doughnut only; read-only)."""
+
+    def token_owner(self, token: str) -> TokenOwner | None:
+        """The row of ``token`` (compared as Doughnut's database compares it), or None."""
 
 
 class ProgressLog(Protocol):

@@ -25,6 +25,7 @@ from graphrag import (
     DatabaseUnavailable,
     GraphRagError,
     InvalidParameter,
+    NoteNotFound,
     Request,
     check_note_id,
     config_hash,
@@ -40,6 +41,7 @@ from service.envelope import Envelope, decode_envelope, is_fresh
 from service.metrics import ReaderMetrics
 from service.ports import Coordination, Lease, SnapshotCache
 from service.rebuild import raced
+from service.viewers import same_view
 
 __all__ = ["ReaderConfig", "Served", "SnapshotReader", "Unavailable"]
 
@@ -117,22 +119,33 @@ class SnapshotReader:
     def get(
         self, note_id: int, *, token_limit: int | None = None, seed: int | None = None,
         strategy: str | None = None, viewer: Viewer | None = None, fmt: str = "json",
+        doughnut: bool = False,
     ) -> Served:
         """The answer for ``note_id``; raises InvalidParameter, NoteNotFound, NoteNotReadable,
-        Unavailable. ``viewer`` (wiki strategies) reads as that user; ``fmt`` json or markdown."""
+        Unavailable. ``viewer`` (wiki strategies) reads as that user; ``fmt`` json or markdown.
+        ``doughnut``: Doughnut's own paths, which take tokenLimit 0 and answer a deleted note like
+        a live one (computed live, never stored; service.doughnut_api)."""
         started = time.perf_counter()
-        served = self._serve(self._ask(note_id, token_limit, seed, strategy, viewer, fmt))
+        ask = self._ask(note_id, token_limit, seed, strategy, viewer, fmt, doughnut=doughnut)
+        try:
+            served = self._serve(ask)
+        except NoteNotFound:
+            if not (doughnut and ask.traced):
+                raise
+            served = self._live(dataclasses.replace(ask, read_deleted=True), write=False)
         self._latency[served.source].observe(time.perf_counter() - started)
         return served
 
     def _ask(self, note_id: int, token_limit: int | None, seed: int | None, strategy: str | None,
-             viewer: Viewer | None, fmt: str) -> Ask:
+             viewer: Viewer | None, fmt: str, *, doughnut: bool) -> Ask:
         c = self.config
         if strategy is not None:
             get_strategy(strategy)
         name = strategy if strategy is not None else self._default(note_id, token_limit, seed)
+        least = 0 if doughnut and get_strategy(name).limits == "trace" else 1  # today's Doughnut
         ask = parse_ask(note_id, strategy=name, token_limit=token_limit, seed=seed, viewer=viewer,
-                        fmt=fmt, seeds=c.seeds, max_token_limit=c.max_token_limit)
+                        fmt=fmt, seeds=c.seeds, max_token_limit=c.max_token_limit,
+                        least_token_limit=least)
         seed = ask.seed
         if seed is None and not ask.traced:
             seed = self.rng.choice(c.seeds)
@@ -181,13 +194,28 @@ class SnapshotReader:
             return self._live(ask, write=False)
         envelope = self._usable(decode_envelope(raw), ask)
         if ask.viewer is not None and (envelope is None or trace_viewer(envelope) != ask.viewer):
-            return self._live(ask, write=False)  # another viewer's view: never the owner's key
+            return self._for_viewer(envelope, generation, ask)
         if envelope is None:
             self.metrics.misses.inc()
             return self._compute_once(ask)
         if envelope.generation < generation:
             return self._outdated(envelope, ask)
         return self._cached(envelope, ask)
+
+    def _for_viewer(self, envelope: Envelope | None, generation: int, ask: Ask) -> Served:
+        """Another viewer than the snapshot's: the snapshot's bytes when the viewer-dependent reads
+        behind it are proven to answer this viewer the same (service.viewers), else computed live
+        for this viewer and never stored (no view is written under the owner's key)."""
+        held = None if envelope is None else trace_viewer(envelope)
+        now_ms = self.clock_ms()
+        if (envelope is not None and held is not None and ask.viewer is not None
+                and envelope.generation >= generation and self._fresh(envelope, now_ms)
+                and same_view(self.service.store, envelope.depends_on, held, ask.viewer)):
+            self.metrics.viewer_proven.inc()
+            age_s = max(0.0, (now_ms - envelope.computed_at_ms) / 1000)
+            return self._served(envelope_body(envelope, ask), "cache", age_s)
+        self.metrics.viewer_live.inc()
+        return self._live(ask, write=False)
 
     def _usable(self, envelope: Envelope | None, ask: Ask) -> Envelope | None:
         """The envelope if it can answer this ask at all (fresh or stale); None is a miss."""
@@ -287,7 +315,7 @@ class SnapshotReader:
         size = ask.stored_limit if write and ask.stored_limit is not None else ask.token_limit
         traversal = size if ask.traced else max(size, top)
         return Request(ask.note_id, ask.seed, size, now_ms, traversal_token_limit=traversal,
-                       viewer=ask.viewer)
+                       viewer=ask.viewer, read_deleted=ask.read_deleted)
 
     def _live(self, ask: Ask, *, write: bool) -> Served:
         """Compute now; with ``write``, store the snapshot-sized result through the CAS."""

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from graphrag.core.errors import DatabaseUnavailable
 from graphrag.wiki.model import Access, Folder, Notebook, Viewer, WikiNeed, WikiNote, sample_key
 from graphrag.wiki.view import WikiView
-from service.ports import Loader
+from service.ports import Loader, TokenOwner
 
 __all__ = ["MemoryWiki"]
 
@@ -48,6 +48,7 @@ class MemoryWiki:
     circles: dict[int, set[int]] = field(default_factory=dict)
     subscriptions: set[tuple[int, int]] = field(default_factory=set)  # (user id, notebook id)
     bazaar: set[int] = field(default_factory=set)
+    tokens: dict[str, TokenOwner] = field(default_factory=dict)
     eager_links: bool = True
     down: bool = False
     asked: list[WikiNeed] = field(default_factory=list)
@@ -97,6 +98,8 @@ class MemoryWiki:
         if notebook is None:
             return Access(False, False)
         in_bazaar = notebook_id in self.bazaar
+        if viewer.anonymous:
+            return Access(in_bazaar, False)
         if viewer.circle_id is not None:
             return Access(notebook.owner.circle_id == viewer.circle_id or in_bazaar, False)
         user = viewer.user_id
@@ -181,6 +184,13 @@ class MemoryWiki:
             if target in wanted:
                 out[target].add(note)
         return out
+
+    def token_owner(self, token: str) -> TokenOwner | None:
+        self._check()
+        # utf8mb4_unicode_ci: case and trailing spaces do not count (the SQL profile's comparison)
+        wanted = token.rstrip(" ").casefold()
+        return next((owner for t, owner in self.tokens.items() if t.rstrip(" ").casefold() == wanted),
+                    None)
 
     def live_ids_after(self, after_id: int, limit: int) -> list[int]:
         self._check()

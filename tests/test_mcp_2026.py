@@ -113,7 +113,14 @@ async def _check(client: Client, today: Today) -> None:
     refused = await client.call_tool("get_note_graph", {"noteId": today.notes[0], "tokenLimit": 5})
     assert (refused.is_error, text_of(refused)) == (True, "ERROR: tokenLimit too low to fetch any note")
     missing = await client.call_tool("get_note_graph", {"noteId": 987_654, "tokenLimit": 500})
-    assert missing.is_error and text_of(missing).startswith("ERROR: Focus context retrieval error: ")
+    assert (missing.is_error, text_of(missing)) == (True, (  # Doughnut's MCP server's text for it
+        'ERROR: Focus context retrieval error: {"detail":"Required path variable \'note\' is not '
+        'present.","instance":"/api/notes/987654/graph","status":400,"title":"Bad Request"}'))
+    halves = await client.call_tool("get_note_context_markdown", {"noteId": 2.5, "tokenLimit": 500})
+    assert (halves.is_error, text_of(halves)) == (True, (
+        'ERROR: Focus context retrieval error: {"detail":"Failed to convert \'note\' with value: '
+        '\'2.5\'","instance":"/api/notes/2.5/ai-context-markdown","status":400,'
+        '"title":"Bad Request"}'))
 
 
 def test_stdio_serves_focus_context_with_todays_texts(today: Today, tmp_path: Path) -> None:

@@ -5,15 +5,18 @@ token too, and an unauthenticated client learns nothing about what exists (401 b
 ``Authorization`` header is compared with ``Bearer <token>`` as SHA-256 digests in constant time, so
 not even the token's length leaks. A refused request gets 401 with ``WWW-Authenticate: Bearer`` and
 ``{"error": "missing or wrong bearer token"}``; a refused websocket is closed without being
-accepted. Only the lifespan events and the ``public`` paths (health, metrics, the signed webhook,
-the API's description) pass unchecked. An empty token is refused when the gate is built, never at a
-request.
+accepted. Only the lifespan events, the ``public`` paths (health, metrics, the signed webhook, the
+API's description) and the ``open_paths`` (a pattern: Doughnut's own context paths, which check
+Doughnut's user tokens themselves, worker.doughnut_paths) pass unchecked; with no token at all
+(``GRAPHRAG_READER_AUTH=doughnut``) nothing else passes. An empty token is refused when the gate is
+built, never at a request.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 from collections.abc import Iterable
 
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -27,11 +30,13 @@ class BearerGate:
     """Lets a request through to ``app`` when it carries ``Authorization: Bearer <token>`` or its
     path is one of ``public`` (see the module docstring)."""
 
-    def __init__(self, app: ASGIApp, *, token: str, public: Iterable[str] = ()) -> None:
-        if not token:
+    def __init__(self, app: ASGIApp, *, token: str | None, public: Iterable[str] = (),
+                 open_paths: str | None = None) -> None:
+        if token is not None and not token:
             raise ValueError("the bearer token must not be empty")
         self.app, self.public = app, frozenset(public)
-        self.expected = hashlib.sha256(f"Bearer {token}".encode()).digest()
+        self.open = None if open_paths is None else re.compile(open_paths)
+        self.expected = None if token is None else hashlib.sha256(f"Bearer {token}".encode()).digest()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self._passes(scope):
@@ -45,7 +50,12 @@ class BearerGate:
         # a websocket: closed without being accepted
 
     def _passes(self, scope: Scope) -> bool:
-        if scope["type"] == "lifespan" or scope.get("path") in self.public:
+        path = scope.get("path")
+        if scope["type"] == "lifespan" or path in self.public:
             return True
+        if self.open is not None and scope["type"] == "http" and self.open.fullmatch(path or ""):
+            return True
+        if self.expected is None:
+            return False
         given = dict(scope.get("headers") or ()).get(b"authorization", b"")
         return hmac.compare_digest(hashlib.sha256(given).digest(), self.expected)

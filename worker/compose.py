@@ -14,6 +14,7 @@ from typing import Any
 
 from graphrag import (
     CharsCounter,
+    ConfigurationError,
     MemoCounter,
     OnePerNoteCounter,
     StrategyParams,
@@ -26,9 +27,10 @@ from service.context import ContextService
 from service.drain import requeue
 from service.feed import FeedGuard
 from service.metrics import ReaderMetrics
-from service.ports import NoteSource
+from service.ports import NoteSource, TokenOwner
 from service.reader import ReaderConfig, SnapshotReader
 from service.rebuild import RebuildReport, rebuild
+from service.users import TokenBook
 from storage.database import open_engine
 from storage.encodings import load_cl100k
 from storage.profiles import open_source
@@ -145,6 +147,21 @@ class Wiring:
             on_stale=on_stale, on_raced=lambda note_id: requeue(self.dirty, [note_id], now_ms=wall_ms()),
             distrust=self.feed.reason,
         )
+
+    def token_book(self, lookups: Any = None) -> TokenBook:
+        """Doughnut's access tokens (today's Doughnut), remembered ``GRAPHRAG_TOKEN_CACHE_S``;
+        ``lookups`` a Prometheus counter labelled by outcome."""
+        def lookup(token: str) -> TokenOwner | None:
+            owner = getattr(self.source, "token_owner", None)
+            if owner is None:
+                raise ConfigurationError("Doughnut's user tokens need today's Doughnut "
+                                         "(doughnut-2026): the 2025 tree has no viewers")
+            found: TokenOwner | None = owner(token)
+            return found
+
+        return TokenBook(lookup, ttl_ms=self.settings.token_cache_s * 1000,
+                         clock_ms=lambda: time.monotonic_ns() // 1_000_000, wall_ms=wall_ms,
+                         on_lookup=lambda outcome: lookups.labels(outcome).inc() if lookups else None)
 
     @cached_property
     def feed(self) -> FeedWatch:

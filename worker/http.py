@@ -29,6 +29,8 @@ from graphrag.core.errors import CacheUnavailable, Forbidden, Unavailable
 from graphrag.wiki.model import Viewer
 from service.reader import Served, SnapshotReader
 from worker.bearer import BearerGate
+from worker.doughnut_paths import PATHS as DOUGHNUT_PATHS
+from worker.doughnut_paths import DoughnutAuth, DoughnutQuery, install
 from worker.webhook import MAX_BODY_BYTES, WebhookReceiver
 
 __all__ = ["create_app"]
@@ -52,19 +54,6 @@ def _int(name: str, value: str | None, *, minimum: int = 0) -> int | None:
 
 
 @dataclass
-class _DoughnutQuery:
-    """Doughnut's parameters (its own paths choose the strategy of the database's layout)."""
-
-    token_limit: Annotated[str | None, Query(alias="tokenLimit")] = None
-    seed: Annotated[str | None, Query()] = None
-    viewer: Annotated[str | None, Query(description="user id whose view (today's Doughnut)")] = None
-    authorization: Annotated[str | None, Header()] = None
-
-    def plain(self) -> _Query:
-        return _Query(self.token_limit, self.seed, None, self.viewer, self.authorization)
-
-
-@dataclass
 class _Query:
     """The parameters of a read (``authorization`` is declared for OpenAPI; BearerGate checks it)."""
 
@@ -80,12 +69,17 @@ def _error(status: int, message: str, **extra: Any) -> JSONResponse:
 
 
 def create_app(
-    reader: SnapshotReader, *, reader_token: str, registry: CollectorRegistry,
+    reader: SnapshotReader, *, reader_token: str | None, registry: CollectorRegistry,
     health: Callable[[], dict[str, str]], webhook: WebhookReceiver | None = None,
+    doughnut: DoughnutAuth | None = None,
 ) -> FastAPI:
     """The ASGI app. ``health`` reports each dependency as ``"ok"`` or a reason; without a
-    ``webhook`` receiver (no secret configured) the webhook route answers 503."""
-    if not reader_token:
+    ``webhook`` receiver (no secret configured) the webhook route answers 503. ``doughnut``: how
+    Doughnut's own paths authenticate (worker.doughnut_paths; default: the shared token). Without
+    a ``reader_token`` (``GRAPHRAG_READER_AUTH=doughnut`` only) the service's own paths refuse
+    every request."""
+    auth = doughnut or DoughnutAuth("shared")
+    if auth.mode != "doughnut" and not reader_token:
         raise ValueError("reader_token must not be empty")
     app = FastAPI(title="Graph RAG snapshots for Doughnut", version="1")
 
@@ -115,14 +109,10 @@ def create_app(
         text = (served.text or "").encode("utf-8", "replace")
         return respond(served, "text/markdown; charset=utf-8", text)
 
-    @app.get("/api/notes/{note_id}/graph", summary="Doughnut's own path: the context of a note")
-    def doughnut_graph(note_id: str, q: Annotated[_DoughnutQuery, Depends()]) -> Response:
-        return respond(read(note_id, q.plain()))
+    def shared_read(note_id: str, q: DoughnutQuery, fmt: str) -> Served:
+        return read(note_id, _Query(q.token_limit, q.seed, None, q.viewer, q.authorization), fmt)
 
-    @app.get("/api/notes/{note_id}/ai-context-markdown",
-             summary="Doughnut's own path: the context as markdown, {\"markdown\": ...}")
-    def doughnut_markdown(note_id: str, q: Annotated[_DoughnutQuery, Depends()]) -> Response:
-        return respond(read(note_id, q.plain(), "markdown"))
+    install(app, reader, auth, shared_read, respond)
 
     @app.post("/webhooks/note-events", status_code=202, summary="Doughnut note-edit events")
     async def note_events(request: HttpRequest) -> JSONResponse:
@@ -147,7 +137,8 @@ def create_app(
         return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
 
     _install_error_handlers(app)
-    app.add_middleware(BearerGate, token=reader_token, public=_PUBLIC_PATHS)
+    app.add_middleware(BearerGate, token=reader_token or None, public=_PUBLIC_PATHS,
+                       open_paths=None if auth.mode == "shared" else DOUGHNUT_PATHS)
     return app
 
 

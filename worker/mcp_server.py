@@ -44,7 +44,6 @@ from typing import Any
 import anyio
 import anyio.to_thread
 import mcp_types as types
-import orjson
 import uvicorn
 import uvicorn.config
 from mcp.server import Server
@@ -55,6 +54,7 @@ from mcp.shared.exceptions import MCPError
 from graphrag import GraphRagError, InvalidParameter
 from graphrag.core.errors import ConfigurationError
 from worker.compose import Wiring
+from worker.mcp_errors import error_text
 from worker.mcp_http import http_app
 from worker.mcp_source import Answer, ContextSource, ReaderContext
 from worker.mcp_texts import NOTE_ID_DESCRIPTION, TEXTS_2025, TEXTS_2026, ToolTexts, texts_for
@@ -135,14 +135,6 @@ def _error_result(message: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(text=f"ERROR: {message}")], is_error=True)
 
 
-def _service_error(err: GraphRagError, texts: ToolTexts) -> types.CallToolResult:
-    """The HTTP reader's error body after Doughnut's prefix; JSON keeps it on one line."""
-    body: dict[str, str] = {"error": str(err)}
-    if isinstance(err, InvalidParameter):
-        body["parameter"] = err.parameter
-    return _error_result(f"{texts.retrieval_error}: {orjson.dumps(body).decode()}")
-
-
 def _answer_result(answer: Answer) -> types.CallToolResult:
     meta: dict[str, str | int] = {SOURCE_META: answer.source, AGE_META: int(answer.age_s)}
     if answer.reason is not None:
@@ -180,7 +172,8 @@ def build_server(source: ContextSource,
         fetch = fetchers.get(params.name)
         if fetch is None:
             raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}")
-        return await _call(fetch, params.arguments, await anyio.to_thread.run_sync(current))
+        return await _call(fetch, params.name, params.arguments,
+                           await anyio.to_thread.run_sync(current))
 
     return Server("doughnut-graphrag", version=_version(), on_list_tools=list_tools,
                   on_call_tool=call_tool)
@@ -192,15 +185,15 @@ def _version() -> str:
     return "0"
 
 
-async def _call(fetch: Callable[[int, int], Answer], arguments: Mapping[str, Any] | None,
-                texts: ToolTexts) -> types.CallToolResult:
+async def _call(fetch: Callable[[int, int], Answer], tool: str,
+                arguments: Mapping[str, Any] | None, texts: ToolTexts) -> types.CallToolResult:
     try:
         note_id, token_limit = parse_arguments(arguments)
         answer = await anyio.to_thread.run_sync(fetch, note_id, token_limit)
     except _Refused as refused:
         return _error_result(str(refused))
-    except GraphRagError as err:
-        return _service_error(err, texts)
+    except GraphRagError as err:  # one line, as Doughnut's MCP server says it (worker.mcp_errors)
+        return _error_result(error_text(err, texts, tool, arguments))
     except Exception:
         log.exception("tool call failed")
         return _error_result("internal error")

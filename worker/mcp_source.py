@@ -44,7 +44,7 @@ class GraphReader(Protocol):
     """The part of :class:`service.reader.SnapshotReader` :class:`ReaderContext` uses."""
 
     def get(self, note_id: int, *, token_limit: int | None = None, seed: int | None = None,
-            strategy: str | None = None, fmt: str = "json") -> Any: ...
+            strategy: str | None = None, fmt: str = "json", doughnut: bool = False) -> Any: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,11 +68,12 @@ class ReaderContext:
         self.reader, self.strategy = reader, strategy
 
     def graph(self, note_id: int, token_limit: int) -> Answer:
-        served: Answer = self.reader.get(note_id, token_limit=token_limit, strategy=self.strategy)
+        served: Answer = self.reader.get(note_id, token_limit=token_limit, strategy=self.strategy,
+                                         doughnut=True)
         return served
 
     def markdown(self, note_id: int, token_limit: int) -> Answer:
         served = self.reader.get(note_id, token_limit=token_limit, strategy=self.strategy,
-                                 fmt="markdown")
+                                 fmt="markdown", doughnut=True)
         return Rendered((served.text or "").encode("utf-8"), served.source, served.age_s,
                         served.reason)

@@ -9,7 +9,7 @@ from typing import Any
 from celery import Celery
 from fastapi import FastAPI
 from kombu.exceptions import OperationalError
-from prometheus_client import CollectorRegistry, Gauge
+from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from graphrag import GraphRagError
 from graphrag.core.errors import ConfigurationError
@@ -18,6 +18,7 @@ from service.metrics import ReaderMetrics
 from service.ports import NoteSource, SnapshotCache
 from worker.celery_app import create_celery
 from worker.compose import Wiring
+from worker.doughnut_paths import DoughnutAuth
 from worker.http import create_app
 from worker.refresh import BackgroundRefresher
 from worker.settings import Settings
@@ -59,8 +60,13 @@ def build_http_app(
 
     ``redis_client`` and ``celery`` replace the ones the settings describe (the demo and tests).
     """
-    if settings.reader_token is None or not settings.reader_token.get_secret_value():
-        raise ConfigurationError("GRAPHRAG_READER_TOKEN must be set to serve snapshots over HTTP")
+    token = settings.reader_token.get_secret_value() if settings.reader_token else ""
+    if not token and settings.reader_auth != "doughnut":
+        raise ConfigurationError("GRAPHRAG_READER_TOKEN must be set to serve snapshots over HTTP "
+                                 f"(GRAPHRAG_READER_AUTH={settings.reader_auth})")
+    if settings.reader_auth != "shared" and settings.schema_name == "doughnut-2025":
+        raise ConfigurationError(f"GRAPHRAG_READER_AUTH={settings.reader_auth} needs today's "
+                                 "Doughnut (doughnut-2026): the 2025 tree has no viewers")
     wiring = Wiring(settings, redis_client=redis_client)
     registry = CollectorRegistry()
     refresher = BackgroundRefresher(lambda note_id: wiring.rebuild([note_id]), wiring.coordination,
@@ -76,9 +82,14 @@ def build_http_app(
                                   outdating(celery_enqueuer(celery or create_celery(settings)),
                                             lambda ids: outdate_shown(ids, wiring.cache)),
                                   max_events=settings.webhook_max_events)
-    return create_app(reader, reader_token=settings.reader_token.get_secret_value(),
-                      registry=registry, webhook=webhook,
-                      health=health_of(wiring.cache, wiring.source, wiring.feed.reason))
+    auth = DoughnutAuth(settings.reader_auth, shared_token=token or None,
+                        book=None if settings.reader_auth == "shared" else wiring.token_book(
+                            Counter("graphrag_token_lookups", "Lookups of Doughnut access tokens "
+                                    "by outcome (user, unknown, expired)", ["outcome"],
+                                    registry=registry)))
+    return create_app(reader, reader_token=token or None, registry=registry, webhook=webhook,
+                      health=health_of(wiring.cache, wiring.source, wiring.feed.reason),
+                      doughnut=auth)
 
 
 def celery_enqueuer(celery: Celery) -> Enqueue:

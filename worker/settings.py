@@ -63,6 +63,10 @@ class Settings(BaseSettings):
     lock_wait_ms: int = Field(default=3_000, ge=0)
     # HTTP
     reader_token: SecretStr | None = None
+    #: who Doughnut's own paths read as: the shared token's owner view, Doughnut's users, or both
+    reader_auth: Literal["shared", "doughnut", "both"] = "shared"
+    #: seconds a Doughnut token lookup is remembered (the delay before a revoked token is refused)
+    token_cache_s: int = Field(default=5, ge=0, le=3_600)
     webhook_secret: SecretStr | None = None
     webhook_max_events: int = Field(default=1000, ge=1, le=100_000)
     # Celery

@@ -61,6 +61,8 @@ class Request:
     viewer: Any = None
     #: traversal depth (wiki model); None = the strategy's parameters
     max_depth: int | None = None
+    #: a deleted focus is computed like a live one (wiki model: Doughnut's own API reads it so)
+    read_deleted: bool = False
 
     def __post_init__(self) -> None:
         check_note_id(self.focus_id)

@@ -8,7 +8,9 @@ of a title, folder name or notebook name. The batch-wide view over these rows is
 :class:`graphrag.wiki.view.WikiView`.
 
 Whose view: :class:`Viewer` is a user, or a circle read as "a member of that circle with no notebooks
-or subscriptions of their own" (the owner view of a circle-owned notebook). :class:`Access` is what
+or subscriptions of their own" (the owner view of a circle-owned notebook), or nobody (Doughnut's
+anonymous reader, who may read bazaar notebooks and sees referrers in the parent's notebook only).
+:class:`Access` is what
 one viewer may do with one notebook, in Doughnut's two different rules:
 
 * ``readable`` (``AuthorizationService.userMayReadNotebook``): the viewer owns the notebook (its
@@ -66,23 +68,28 @@ def sample_key(note_id: int, seed: int | None) -> tuple[int, int]:
 
 @dataclass(frozen=True, slots=True)
 class Viewer:
-    """Whose view a result is: exactly one of a user id and a circle id."""
+    """Whose view a result is: a user id, a circle id, or neither (anonymous), never both."""
 
     user_id: int | None = None
     circle_id: int | None = None
 
     def __post_init__(self) -> None:
-        if (self.user_id is None) == (self.circle_id is None):
-            raise ValueError("a viewer is exactly one of a user and a circle")
+        if self.user_id is not None and self.circle_id is not None:
+            raise ValueError("a viewer is a user or a circle, not both")
+
+    @property
+    def anonymous(self) -> bool:
+        return self.user_id is None and self.circle_id is None
 
     def __str__(self) -> str:
-        return f"user {self.user_id}" if self.user_id is not None else f"circle {self.circle_id}"
+        if self.user_id is not None:
+            return f"user {self.user_id}"
+        return "nobody" if self.circle_id is None else f"circle {self.circle_id}"
 
     def to_json(self) -> dict[str, int]:
         if self.user_id is not None:
             return {"userId": self.user_id}
-        assert self.circle_id is not None
-        return {"circleId": self.circle_id}
+        return {} if self.circle_id is None else {"circleId": self.circle_id}
 
     @staticmethod
     def from_json(data: Mapping[str, Any]) -> Viewer:

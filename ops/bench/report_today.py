@@ -31,7 +31,22 @@ def today_lines(r: dict[str, Any]) -> list[str]:
             f"snapshots/s, {_fmt(b['sql_per_snapshot'])} SQL per snapshot. Redis: "
             f"{_fmt(m['bytes_per_snapshot'])} B per snapshot with its trace (every tokenLimit up to "
             f"the maximum answerable from it), {_fmt(m['all_bytes_per_snapshot'])} B with the fact "
-            f"index; the reverse index (`dep:*`) is {m['dep_index_share'] * 100:.1f}%.", ""]
+            f"index; the reverse index (`dep:*`) is {m['dep_index_share'] * 100:.1f}%.", "",
+            *_user_lines(x.get("users") or {})]
+
+
+def _user_lines(users: dict[str, Any]) -> list[str]:
+    """Another user's reads (a subscriber, a circle member): share from snapshots and latency."""
+    if not users:
+        return []
+    lines = ["| reader | reads | from the owner's snapshot | p50 (ms) | p95 (ms) |",
+             "|---|---|---|---|---|"]
+    lines += [f"| a {kind} (user {u['user']}, notebook {u['notebook']}) | {u['reads']} | "
+              f"{u['from_snapshots'] * 100:.0f}% | {_fmt(u['p50_ms'])} | {_fmt(u['p95_ms'])} |"
+              for kind, u in users.items()]
+    return ["Reads by other users than the owner, as themselves (Doughnut's own paths): served from "
+            "the owner's snapshot where the reads that depend on the viewer are proven the same, "
+            "computed live otherwise.", "", *lines, ""]
 
 
 def cluster_lines(r: dict[str, Any]) -> list[str]:

@@ -10,7 +10,10 @@ holds the generator's row count:
   focus per batch and one id per ``IN`` (``Doughnut2026(engine, in_chunk=1)``): statements per
   context batched and one at a time;
 * *memory*: ``MEMORY USAGE`` of what the rebuild wrote: bytes per snapshot (with its trace), and
-  the reverse index's share (``dep:{fact}`` keys against snapshots, ``shows`` and ``gen``).
+  the reverse index's share (``dep:{fact}`` keys against snapshots, ``shows`` and ``gen``);
+* *users*: a subscriber of one of the rebuilt notebooks and a member of the circle owning another
+  read their rebuilt notes through the reader as themselves (Doughnut's own paths): the share served
+  from the owner's snapshot once proven the same (service.viewers), and the latency, p50 and p95.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from graphrag import GraphRagError, Request
+from graphrag.wiki.model import Viewer, WikiNeed
+from graphrag.wiki.view import WikiView
 from ops.bench.graph import pages
 from ops.bench.memory import KINDS
 from ops.bench.plan import PAGE, Bench, percentile, ratio, say
@@ -46,6 +51,7 @@ from worker.settings import load_settings
 __all__ = ["ensure_wiki_database", "today_section"]
 
 STRATEGY, TOKEN_LIMIT = "focus-context", 2_000
+USER_READS = 300
 
 
 def _matches(url: str, size: int) -> bool:
@@ -117,6 +123,37 @@ def _memory(bench: Bench, name: str) -> dict[str, Any]:
             "by_kind": {k: {"keys": n, "bytes": b} for k, (n, b) in kinds.items()}}
 
 
+def _notebooks(wiring: Wiring, foci: Sequence[int]) -> dict[int, int]:
+    """Focus -> its notebook (foci without one left out)."""
+    view = WikiView()
+    with wiring.source.batch() as load:
+        load(view, WikiNeed.of(notes=foci))
+    notes = [view.note(f) for f in foci]
+    return {n.id: n.notebook_id for n in notes if n is not None and n.notebook_id is not None}
+
+
+def _users(wiring: Wiring, engine: Database, foci: Sequence[int]) -> dict[str, Any]:
+    """Another user's reads of rebuilt notes: share from snapshots, p50/p95 (module docstring)."""
+    books = _notebooks(wiring, foci)
+    reader, out = wiring.reader(), {}
+    for kind, (user, book) in admin_2026.other_readers(engine, sorted(set(books.values()))).items():
+        mine = [f for f, b in books.items() if b == book][:USER_READS]
+        ms, sources = [], []
+        for focus in mine:
+            started = time.perf_counter()
+            served = reader.get(focus, token_limit=TOKEN_LIMIT, viewer=Viewer(user_id=user),
+                                doughnut=True)
+            ms.append((time.perf_counter() - started) * 1000)
+            sources.append(served.source)
+        out[kind] = {"user": user, "notebook": book, "reads": len(ms),
+                     "from_snapshots": ratio(sources.count("cache"), len(ms)),
+                     "p50_ms": percentile(ms, .5), "p95_ms": percentile(ms, .95)}
+        say(f"today's Doughnut, a {kind} (user {user}): {out[kind]['from_snapshots']:.0%} of "
+            f"{len(ms)} reads from snapshots, p50 {out[kind]['p50_ms']:.2f} ms, "
+            f"p95 {out[kind]['p95_ms']:.2f} ms")
+    return out
+
+
 def today_section(bench: Bench) -> dict[str, Any]:
     """Live latency, batched vs one-at-a-time rebuild and memory of focus-context at 100k notes."""
     url = ensure_wiki_database(bench, bench.plan.main_size)
@@ -143,7 +180,7 @@ def _measure(bench: Bench, url: str, engine: Database) -> dict[str, Any]:
            "live_notes": len(live), "rebuild": batched, "baseline": baseline,
            "sql_per_context_batched": ratio(batched["sql_statements"], batched["notes"]),
            "sql_per_context_one_at_a_time": ratio(baseline["sql_statements"], baseline["notes"]),
-           "memory": _memory(bench, "today")}
+           "memory": _memory(bench, "today"), "users": _users(wiring, engine, foci)}
     say(f"today's Doughnut: live p50 {out['live_p50_ms']:.1f} ms, p95 {out['live_p95_ms']:.1f} ms; "
         f"rebuild {batched['snapshots_per_s']:.0f} snapshots/s; SQL per context "
         f"{out['sql_per_context_batched']:.2f} batched vs {out['sql_per_context_one_at_a_time']:.1f}; "

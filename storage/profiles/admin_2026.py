@@ -15,7 +15,8 @@ from sqlalchemy.engine import Engine
 from storage.database import translated
 from storage.profiles.tables_2026 import create_tables, metadata, nonempty_tables
 
-__all__ = ["count_rows", "create_tables", "insert_rows", "nonempty_tables", "save_content"]
+__all__ = ["count_rows", "create_tables", "insert_rows", "nonempty_tables", "other_readers",
+           "save_content"]
 
 
 def insert_rows(engine: Engine, rows: Mapping[str, Sequence[Mapping[str, Any]]], *,
@@ -58,6 +59,29 @@ def save_content(engine: Engine, note_id: int, content: str,
         for target, text in links:
             conn.execute(cache.insert().values(note_id=note_id, target_note_id=target, link_text=text))
     return before
+
+
+def other_readers(engine: Engine, notebooks: Sequence[int]) -> dict[str, tuple[int, int]]:
+    """Readers other than an owner, for the benchmark: ``subscriber`` and ``circle member`` ->
+    (user id, notebook id), a subscription to one of ``notebooks`` and a member of the circle that
+    owns one of them (absent kinds are left out)."""
+    sub, member = _tables("subscription"), _tables("circle_user")
+    own, book = _tables("ownership"), _tables("notebook")
+    found: dict[str, tuple[int, int]] = {}
+    with translated("cannot read readers"), engine.connect() as conn:
+        row = conn.execute(select(sub.c.user_id, sub.c.notebook_id)
+                           .where(sub.c.notebook_id.in_(list(notebooks)))
+                           .order_by(sub.c.notebook_id, sub.c.user_id).limit(1)).first()
+        if row is not None:
+            found["subscriber"] = (int(row[0]), int(row[1]))
+        row = conn.execute(select(member.c.user_id, book.c.id)
+                           .join(own, own.c.circle_id == member.c.circle_id)
+                           .join(book, book.c.ownership_id == own.c.id)
+                           .where(book.c.id.in_(list(notebooks)))
+                           .order_by(book.c.id, member.c.user_id).limit(1)).first()
+        if row is not None:
+            found["circle member"] = (int(row[0]), int(row[1]))
+    return found
 
 
 def _tables(name: str) -> Any:

@@ -31,10 +31,16 @@ from graphrag.wiki.model import (
     WikiNote,
 )
 from graphrag.wiki.view import WikiView
-from service.ports import Loader
+from service.ports import Loader, TokenOwner
 from storage.database import chunks, epoch_ms, translated
 from storage.profiles import wiki_statements as sql
-from storage.profiles.tables_2026 import REQUIRED, missing_columns, note, note_wiki_title_cache
+from storage.profiles.tables_2026 import (
+    REQUIRED,
+    missing_columns,
+    note,
+    note_wiki_title_cache,
+    user_token,
+)
 
 __all__ = ["NAME", "Doughnut2026", "matches", "missing"]
 
@@ -217,6 +223,18 @@ class Doughnut2026:
                 for target, referrer in conn.execute(statement):
                     out[target].add(referrer)
         return out
+
+    def token_owner(self, token: str) -> TokenOwner | None:
+        """The ``user_token`` row of ``token``, compared by the column's collation (as Doughnut's
+        own lookup compares it)."""
+        statement = select(user_token.c.user_id, user_token.c.expires_at).where(
+            user_token.c.token == token)
+        with translated("cannot read Doughnut's user_token table (GRAPHRAG_READER_AUTH)"), \
+                self.engine.connect() as conn:
+            row = conn.execute(statement).first()
+        if row is None:
+            return None
+        return TokenOwner(int(row[0]), None if row[1] is None else epoch_ms(row[1]))
 
     def live_ids_after(self, after_id: int, limit: int) -> list[int]:
         statement = (select(note.c.id).where(note.c.id > after_id, note.c.deleted_at.is_(None))

@@ -74,6 +74,7 @@ __all__ = [
     "ownership",
     "subscription",
     "user",
+    "user_token",
 ]
 
 _MYSQL = ("mysql", "mariadb")
@@ -231,6 +232,21 @@ subscription = Table(
     UniqueConstraint("user_id", "notebook_id", name="subscription_user_notebook"),
     Index("fk_subscription_notebook_id", "notebook_id"),
     Index("fk_subscription_notebook_group", "notebook_group_id"),
+    **_UTF8MB4,
+)
+
+#: Doughnut's access tokens (read only with GRAPHRAG_READER_AUTH=doughnut|both; not in REQUIRED)
+user_token = Table(
+    "user_token", metadata,
+    Column("id", _UINT, primary_key=True, autoincrement=True),
+    Column("user_id", _UINT, ForeignKey("user.id", name="user_token_ibfk_1", ondelete="CASCADE"),
+           nullable=False),
+    Column("token", _varchar(255, "utf8mb4_unicode_ci"), nullable=False),
+    Column("label", _varchar(255), nullable=True),
+    Column("last_used_at", _TS3, nullable=True),
+    Column("expires_at", _TS, nullable=True),
+    UniqueConstraint("token", name="token"),
+    Index("user_id", "user_id"),
     **_UTF8MB4,
 )
 

@@ -162,7 +162,16 @@ def _nothing_lost_or_stale(run: SigkillRun) -> None:
            "quiescence)", f"{run.kill_s:.0f}, {waited:.0f}, {settle_s:.0f}")
     assert stack.dirty.size() == 0
     assert stack.broker.backlog() == 0 and stack.broker.undeliverable() == 0
-    assert report.bad == 0, report.summary(history=run.doughnut.history)
+    assert report.bad == 0, report.summary(history=run.doughnut.history) + _task_errors(stack)
+
+
+def _task_errors(stack: Stack) -> str:
+    """The workers' log lines of tasks that raised and of notes whose rebuild failed (for a
+    failure's message: what the workers say about work they may have dropped)."""
+    lines = [line for worker in stack.workers.started for line in worker.log().splitlines()
+             if "raised unexpected" in line or "rebuild of note" in line or "] failed" in line]
+    return "\n  worker log lines about failed tasks: " + (
+        "none" if not lines else "\n    ".join(["", *lines[-40:]]))
 
 
 def _by_task(messages: list[Stranded]) -> Counter[str]:

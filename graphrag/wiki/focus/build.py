@@ -47,7 +47,7 @@ def trace(
     focus_id = request.focus_id
     yield from _fixpoint(view, partial(_opening_need, view, params, request))
     focus = view.note(focus_id)
-    if focus is None or focus.deleted:
+    if focus is None or (focus.deleted and not request.read_deleted):
         raise NoteNotFound(focus_id)
     viewer = _authorized_viewer(view, focus, request.viewer)
     walk = Walk(view, params, request, focus, viewer)
@@ -58,9 +58,9 @@ def trace(
 
 def _opening_need(view: WikiView, params: FocusContextParams, request: FocusRequest) -> WikiNeed:
     """The focus's own data and, once the viewer is known, the focus's expansion."""
-    need = _focus_need(view, request.focus_id, request.viewer)
+    need = _focus_need(view, request.focus_id, request.viewer, request.read_deleted)
     focus = view.note(request.focus_id) if view.has_note(request.focus_id) else None
-    if focus is None or focus.deleted or focus.notebook_id is None:
+    if focus is None or (focus.deleted and not request.read_deleted) or focus.notebook_id is None:
         return need
     if request.viewer is None and not view.has_notebook(focus.notebook_id):
         return need
@@ -69,11 +69,12 @@ def _opening_need(view: WikiView, params: FocusContextParams, request: FocusRequ
     return need | walk.expansion_need([focus.id], 1, focus=True)
 
 
-def _focus_need(view: WikiView, focus_id: int, viewer: Viewer | None) -> WikiNeed:
+def _focus_need(view: WikiView, focus_id: int, viewer: Viewer | None,
+                read_deleted: bool) -> WikiNeed:
     """The focus row and links, then its notebook, link targets and the viewer's access."""
     need = WikiNeed.of(notes={focus_id}, links={focus_id})
     focus = view.note(focus_id) if view.has_note(focus_id) else None
-    if focus is None or focus.deleted or focus.notebook_id is None:
+    if focus is None or (focus.deleted and not read_deleted) or focus.notebook_id is None:
         return need
     need |= WikiNeed.of(notebooks={focus.notebook_id}, folders=_some(focus.folder_id))
     if view.has_links(focus_id):

@@ -66,7 +66,7 @@ class WikiOutcome:
 def _request(request: Request, params: FocusContextParams) -> FocusRequest:
     return FocusRequest(request.focus_id, request.seed, request.token_limit,
                         max(request.token_limit, request.sizing_limit), request.viewer,
-                        request.max_depth)
+                        request.max_depth, request.read_deleted)
 
 
 def focus_context_run(

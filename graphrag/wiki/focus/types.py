@@ -82,6 +82,8 @@ class FocusRequest:
     max_token_limit: int | None = None
     viewer: Viewer | None = None
     max_depth: int | None = None
+    #: a deleted focus is traced like a live one (Doughnut's API does; snapshots never are)
+    read_deleted: bool = False
 
     def __post_init__(self) -> None:
         if self.max_token_limit is not None and self.max_token_limit < self.token_limit:
@@ -144,6 +146,8 @@ class NoteNotReadable(Forbidden):
             message = f"no viewer may read note {note_id}: it has no notebook"
         elif viewer.user_id is not None:
             message = f"viewer {viewer.user_id} may not read note {note_id}"
+        elif viewer.anonymous:
+            message = f"only a logged-in user may read note {note_id}: it is not in the bazaar"
         else:
             message = f"circle {viewer.circle_id} may not read note {note_id}"
         super().__init__(message)

@@ -1,0 +1,76 @@
+"""Doughnut's users, found by their access tokens: whom a request on Doughnut's paths reads as.
+
+Doughnut (b2c0268c09) takes ``Authorization: Bearer <token>``, looks the token up in ``user_token``
+and reads as that user; a token it does not know reads as nobody (anonymous), which is no error by
+itself (a bazaar notebook is readable without a user). It stores ``expires_at`` but never checks it;
+this service refuses an expired token anyway, the way an unknown one is refused (it reads as nobody):
+stricter than Doughnut, never a leak.
+
+A lookup is remembered in this process for ``ttl_ms`` (``GRAPHRAG_TOKEN_CACHE_S``), so a revoked
+token (its row deleted) still reads as its user for at most that long; an expiry is checked at every
+use against the remembered ``expires_at``, so it takes effect at once. Tokens are remembered under
+their SHA-256 only, and never logged or counted: the metric counts lookups by outcome. A database
+that does not answer raises :class:`~graphrag.errors.DatabaseUnavailable` (503), never "allowed".
+What a user may read (owner, circle, subscription, bazaar) is not remembered here: it is read from
+the database with each answer (service.viewers, graphrag.wiki.focus).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+
+from graphrag.wiki.model import Viewer
+from service.ports import TokenOwner
+
+__all__ = ["ANONYMOUS", "TokenBook"]
+
+ANONYMOUS = Viewer()
+_MAX_REMEMBERED = 10_000
+
+
+class TokenBook:
+    """Bearer tokens to viewers, through ``lookup`` (the ``user_token`` table), remembered briefly.
+
+    ``on_lookup(outcome)`` is told each database lookup's outcome: ``user``, ``unknown`` or
+    ``expired``; ``clock_ms`` is monotonic (the cache), ``wall_ms`` the epoch (expiry)."""
+
+    def __init__(self, lookup: Callable[[str], TokenOwner | None], *, ttl_ms: int,
+                 clock_ms: Callable[[], int], wall_ms: Callable[[], int],
+                 on_lookup: Callable[[str], object] = lambda _outcome: None) -> None:
+        self._lookup, self.ttl_ms, self.clock_ms, self.wall_ms = lookup, ttl_ms, clock_ms, wall_ms
+        self._on_lookup = on_lookup
+        self._seen: OrderedDict[bytes, tuple[int, TokenOwner | None]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def viewer_of(self, token: str | None) -> Viewer:
+        """The user a bearer token stands for; nobody for no, an unknown or an expired token."""
+        owner = self._owner(token) if token else None
+        if owner is None:
+            return ANONYMOUS
+        if owner.expires_at_ms is not None and owner.expires_at_ms <= self.wall_ms():
+            return ANONYMOUS
+        return Viewer(user_id=owner.user_id)
+
+    def _owner(self, token: str) -> TokenOwner | None:
+        key, now = hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest(), self.clock_ms()
+        with self._lock:
+            remembered = self._seen.get(key)
+        if remembered is not None and now - remembered[0] < self.ttl_ms:
+            return remembered[1]
+        owner = self._lookup(token)
+        self._on_lookup(self._outcome(owner))
+        with self._lock:
+            self._seen[key] = (now, owner)
+            self._seen.move_to_end(key)
+            while len(self._seen) > _MAX_REMEMBERED:
+                self._seen.popitem(last=False)
+        return owner
+
+    def _outcome(self, owner: TokenOwner | None) -> str:
+        if owner is None:
+            return "unknown"
+        expired = owner.expires_at_ms is not None and owner.expires_at_ms <= self.wall_ms()
+        return "expired" if expired else "user"

@@ -1,0 +1,111 @@
+"""Doughnut's own context paths on the HTTP reader, in the three modes of ``GRAPHRAG_READER_AUTH``.
+
+``GET /api/notes/{note}/graph?tokenLimit=N`` and ``/api/notes/{note}/ai-context-markdown``:
+
+* ``shared`` (the default): behind the service's bearer gate, with its one reader token, answered
+  in the notebook owner's view (``?viewer=`` for another user), errors in the service's own shape;
+* ``doughnut``: as Doughnut answers them. The bearer token is one of Doughnut's own access tokens
+  (``user_token``, service.users), the answer is that user's view or Doughnut's refusal, in
+  Doughnut's order and with Doughnut's bodies (service.doughnut_api, worker.doughnut_errors); the
+  service's own paths keep the shared token;
+* ``both``: the shared token reads as in ``shared`` (the main app, ``graphrag mcp``); any other
+  bearer, or none, as in ``doughnut``.
+
+The shared token is compared as a SHA-256 digest in constant time, as the gate does.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import hmac
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, Header, Query
+from fastapi import Request as HttpRequest
+from fastapi.responses import Response
+
+from service.doughnut_api import DoughnutRead, Refusal, answer
+from service.reader import Served, SnapshotReader
+from service.users import TokenBook
+from worker.doughnut_errors import body_of
+
+__all__ = ["AUTH_MODES", "DoughnutAuth", "DoughnutQuery", "install"]
+
+AUTH_MODES = ("shared", "doughnut", "both")
+#: the paths a Doughnut user's token reaches (the gate lets them through in doughnut/both)
+PATHS = r"/api/notes/[^/]+/(graph|ai-context-markdown)"
+
+
+@dataclass
+class DoughnutQuery:
+    """Doughnut's parameters (its own paths choose the strategy of the database's layout)."""
+
+    token_limit: Annotated[str | None, Query(alias="tokenLimit")] = None
+    seed: Annotated[str | None, Query()] = None
+    viewer: Annotated[str | None, Query(description="user id whose view (shared mode only)")] = None
+    authorization: Annotated[str | None, Header()] = None
+
+
+@dataclass(frozen=True)
+class DoughnutAuth:
+    """How Doughnut's paths authenticate: ``mode`` (:data:`AUTH_MODES`), Doughnut's tokens
+    (``book``, doughnut/both) and the service's shared token (shared/both)."""
+
+    mode: str
+    book: TokenBook | None = None
+    shared_token: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.mode not in AUTH_MODES:
+            raise ValueError(f"GRAPHRAG_READER_AUTH must be one of {', '.join(AUTH_MODES)}")
+        if self.mode != "shared" and self.book is None:
+            raise ValueError("Doughnut's tokens need a token book")
+
+    def shared(self, authorization: str | None) -> bool:
+        """Whether the request reads with the service's shared token (today's behaviour)."""
+        if self.mode == "shared":
+            return True
+        if self.mode == "doughnut" or not self.shared_token:
+            return False
+        given = hashlib.sha256((authorization or "").encode("utf-8", "surrogatepass")).digest()
+        expected = hashlib.sha256(f"Bearer {self.shared_token}".encode()).digest()
+        return hmac.compare_digest(given, expected)
+
+
+def _bearer(authorization: str | None) -> str | None:
+    """Doughnut's reading of the header: exactly ``Bearer `` then the token, untrimmed."""
+    if authorization is None or not authorization.startswith("Bearer "):
+        return None
+    return authorization[len("Bearer "):]
+
+
+def install(app: FastAPI, reader: SnapshotReader, auth: DoughnutAuth,
+            shared_read: Callable[[str, DoughnutQuery, str], Served],
+            respond: Callable[..., Response]) -> None:
+    """Add the two routes; ``shared_read`` and ``respond`` are the app's own read and response."""
+
+    def serve(request: HttpRequest, note_id: str, q: DoughnutQuery, fmt: str) -> Response:
+        if auth.shared(q.authorization):
+            return respond(shared_read(note_id, q, fmt))
+        assert auth.book is not None
+        try:
+            served = answer(reader, auth.book,
+                            DoughnutRead(note_id, q.token_limit, _bearer(q.authorization), fmt))
+        except Refusal as refusal:
+            error = body_of(refusal, request.url.path, dt.datetime.now(dt.UTC))
+            return Response(error.body, status_code=error.status, media_type=error.media_type)
+        return respond(served)
+
+    def graph(request: HttpRequest, note_id: str, q: Annotated[DoughnutQuery, Depends()]) -> Any:
+        return serve(request, note_id, q, "json")
+
+    def markdown(request: HttpRequest, note_id: str, q: Annotated[DoughnutQuery, Depends()]) -> Any:
+        return serve(request, note_id, q, "markdown")
+
+    app.get("/api/notes/{note_id}/graph", summary="Doughnut's own path: the context of a note",
+            response_class=Response)(graph)
+    app.get("/api/notes/{note_id}/ai-context-markdown", response_class=Response,
+            summary="Doughnut's own path: the context as markdown, {\"markdown\": ...}")(markdown)
