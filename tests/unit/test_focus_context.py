@@ -7,13 +7,17 @@ ids 1, 2, 3, ... in creation order, which is also their seedless sampling order.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from graphrag.core.errors import NoteNotFound
 from graphrag.wiki.focus.context import (
     FocusContextParams,
 )
+from graphrag.wiki.focus.render import result_json
 from graphrag.wiki.model import sample_key
+from tests.storage.wiki_rows import random_graph
 from tests.wiki_support import (
     OWNER,
     H,
@@ -363,3 +367,28 @@ def test_tiny_budgets_keep_the_note_that_overshoots(limit: int, related: int) ->
     graph.link(focus, *targets)
     result = result_of(graph, focus, token_limit=limit)
     assert titles(result) == [f"T{i}" for i in range(related)]
+
+
+@pytest.mark.parametrize("seed", [3, 8, 21])
+def test_a_deleted_focus_read_as_doughnuts_api_reads_it_is_answered_as_when_it_was_live(
+        seed: int) -> None:
+    """Doughnut's API loads a deleted note like any other and every list the procedure reads
+    leaves the focus out anyway, so its deletion changes nothing of its own context but a link to
+    itself, whose target is now deleted and dropped as any deleted target is."""
+    graph = random_graph(seed, notes=30)
+    for focus, note in list(graph.notes.items()):
+        if note.deleted or note.notebook_id is None:
+            continue
+        live = result_of(graph, focus)
+        graph.notes[focus] = dataclasses.replace(note, deleted=True)
+        try:
+            with pytest.raises(NoteNotFound):
+                result_of(graph, focus)
+            gone = result_of(graph, focus, read_deleted=True)
+        finally:
+            graph.notes[focus] = note
+        if focus in graph.targets(focus):  # the self-link's target is deleted now: one link less
+            before, after = live.focus_note.outgoing_links, gone.focus_note.outgoing_links
+            assert len(after) == len(before) - 1 and set(after) < set(before), focus
+            continue
+        assert result_json(gone) == result_json(live), focus

@@ -228,7 +228,8 @@ class Walk:
         key, cap = self.peer_key(self.focus), self.params.sample_cap(1)
         if key is None or cap <= 0:
             return []
-        return [i for i in self.view.peers(key, cap + 1) if i != self.focus.id][:cap]
+        length = cap + _member(self.focus, key)  # a deleted focus is no member (Doughnut's API)
+        return [i for i in self.view.peers(key, length) if i != self.focus.id][:cap]
 
     def _referrers(self, parent: int, cap: int, excluded: set[int], length: int) -> list[int]:
         self.facts.add(f"inbound:{parent}")
