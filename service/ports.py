@@ -81,7 +81,8 @@ class NoteSource(Protocol):
     def edit_scope(self, roots: Iterable[int], *, limit: int = 10_000) -> set[int]:
         """The notes a delete or restore of ``roots`` changes together with them (tree: the subtree,
         the link notes pointing into it and the link notes pointing at those, whose object goes and
-        comes back), ``roots`` included; bounded by ``limit``."""
+        comes back), ``roots`` included; bounded by ``limit``. On the tree it is also what a move
+        of ``roots`` affects below them (service.tree_events)."""
 
     def referrers_of(self, ids: Iterable[int]) -> dict[int, set[int]]:
         """Per id, every note linking to it, deleted or not (tree: link notes targeting it; wiki:

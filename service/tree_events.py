@@ -9,6 +9,17 @@ those links, whose object goes and comes back with them (``NoteSource.edit_scope
 are stamped with the next edit sequence number *before* their reverse index is read, which closes
 the race with a rebuild that read them just before the edit (the rebuild re-checks the stamps after
 writing).
+
+A move (a new parent or a new target) also affects the same scope below the moved note, without
+stamping it (those rows did not change). Its descendants' paths changed, and those with snapshots
+are in ``dep:X`` already; the walk reaches the ones that have none, which matters when a restore's
+event runs after the tree moved on. The restore's event finds what came back by walking down from
+its root *when it runs*; a note restored with the subtree whose ancestor (or, for a link note pointing
+into the subtree, whose target) moved out before then is not below the root any more. If that note
+had no snapshot (created and deleted before any drain built it) it is in no reverse index either,
+and only the move's walk, which runs after the move and so after the restore, can find it. A link
+note pointing at a restored link that was relinked away is found the same way, as a referrer of the
+relinked note.
 """
 
 from __future__ import annotations
@@ -23,6 +34,7 @@ from service.ports import NoteSource, SnapshotCache
 __all__ = ["CLOSE_LIMIT", "affected_foci"]
 
 _SUBTREE_TYPES = frozenset({"note.deleted", "note.restored"})
+_MOVE_TYPE = "note.moved"
 #: An edited note with more children (or referring link notes) than this is a hub: its children's
 #: snapshots wait in the wide lane, so that one hub edit cannot fill the urgent lane.
 CLOSE_LIMIT = 32
@@ -80,6 +92,16 @@ def _old_parents(events: Sequence[NoteEvent], note_id: int) -> list[int]:
             if e.note_id == note_id and e.before_parent_id is not None]
 
 
+def _moves(event: NoteEvent) -> bool:
+    """Whether ``event`` gives its note a new parent or target (change capture reports both as a
+    move; a webhook may report a relink as an update that names both targets)."""
+    if event.type == _MOVE_TYPE:
+        return True
+    return any(before != after and (before, after) != (None, None) for before, after in (
+        (event.before_parent_id, event.after_parent_id),
+        (event.before_target_id, event.after_target_id)))
+
+
 def affected_foci(events: Sequence[NoteEvent], notes: NoteSource, snapshots: SnapshotCache, *,
                   sibling_radius: int) -> tuple[set[int], set[int]]:
     """(urgent foci, every focus whose snapshots the events can change); stamps the edited notes.
@@ -94,7 +116,9 @@ def affected_foci(events: Sequence[NoteEvent], notes: NoteSource, snapshots: Sna
     changed_subtrees = {e.note_id for e in events if e.type in _SUBTREE_TYPES and e.note_id is not None}
     if changed_subtrees:
         edited |= notes.edit_scope(changed_subtrees)
+    moved = {e.note_id for e in events if _moves(e) and e.note_id is not None}
+    below = notes.edit_scope(moved) if moved else set()  # affected, not edited (module docstring)
     snapshots.stamp_touched(edited)  # before reading dep:X (see the module docstring)
     refs, near, close = _neighbours(notes, edited, events, sibling_radius)
     dependents = snapshots.dependents(edited)
-    return edited | refs | (close & dependents), edited | refs | near | dependents
+    return edited | refs | (close & dependents), edited | refs | near | dependents | below

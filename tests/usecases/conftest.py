@@ -18,6 +18,8 @@ import pytest
 from graphrag import CharsCounter, StrategyParams
 from service.carry import Carry
 from service.context import ContextService
+from service.drain import drain_until
+from service.envelope import Envelope, SnapshotKey, decode_envelope
 from service.events import record_events, sibling_radius
 from service.note_event import NoteEvent
 from service.ports import SnapshotCache
@@ -63,6 +65,23 @@ class World:
     def events(self, *events: NoteEvent) -> set[int]:
         return record_events(list(events), self.source, self.cache, self.dirty,
                              sibling_radius=sibling_radius(self.strategies), now_ms=self.clock())
+
+
+def drain_all(world: World) -> None:
+    """Drain until nothing is dirty, everything settled first (the clock moves on a second)."""
+    world.now[0] += 1_000
+    drain_until(world.dirty, world.rebuild, batch=100, debounce_ms=0, budget_s=60,
+                clock_ms=world.clock)
+    assert world.dirty.size() == 0
+
+
+def current(world: World, focus: int) -> Envelope:
+    """The wavefront snapshot of ``focus`` (first seed), which must exist and not be outdated."""
+    raw, counter = world.cache.read_current(SnapshotKey(focus, "wavefront", SEEDS[0]))
+    env = decode_envelope(raw) if raw is not None else None
+    assert env is not None, f"note {focus} has no snapshot"
+    assert env.generation >= counter, f"the snapshot of note {focus} is outdated"
+    return env
 
 
 class CacheProxy:

@@ -14,12 +14,12 @@ import datetime as dt
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from service.drain import drain_once, drain_until
-from service.envelope import Envelope, SnapshotKey, decode_envelope
+from service.drain import drain_once
+from service.envelope import Envelope, SnapshotKey
 from service.events import outdate_shown
 from service.note_event import NoteEvent
 from service.rebuild import RebuildReport
-from tests.usecases.conftest import SEEDS, STRATEGIES, CacheProxy, World
+from tests.usecases.conftest import SEEDS, STRATEGIES, CacheProxy, World, current, drain_all
 
 
 class _BumpedBeforeTheWrite(CacheProxy):
@@ -51,22 +51,6 @@ def _rebuilding_with(world: World, late: Callable[[], object]) -> Callable[[Iter
     return lambda ids: world.rebuild(ids, store=proxy)
 
 
-def _drain_all(world: World) -> None:
-    world.now[0] += 1_000  # everything dirty is settled
-    drain_until(world.dirty, world.rebuild, batch=100, debounce_ms=0, budget_s=60,
-                clock_ms=world.clock)
-    assert world.dirty.size() == 0
-
-
-def _current(world: World, focus: int) -> Envelope:
-    """The wavefront snapshot of ``focus``, which must exist and not be outdated."""
-    raw, counter = world.cache.read_current(SnapshotKey(focus, "wavefront", SEEDS[0]))
-    env = decode_envelope(raw) if raw is not None else None
-    assert env is not None, f"note {focus} has no snapshot"
-    assert env.generation >= counter, f"the snapshot of note {focus} is outdated"
-    return env
-
-
 def _live_ids(world: World) -> list[int]:
     return sorted(i for i, n in world.source.notes.items() if n.deleted_at is None)
 
@@ -78,7 +62,7 @@ def test_a_restored_note_whose_write_an_outdating_refused_is_rebuilt(world: Worl
     world.rebuild(_live_ids(world))
     world.edit(33, deleted_at=dt.datetime(2026, 1, 1))
     world.events(NoteEvent("note.deleted", 33))
-    _drain_all(world)
+    drain_all(world)
     assert world.cache.read(SnapshotKey(33, "wavefront", SEEDS[0])) is None
     world.edit(33, deleted_at=None)
     world.events(NoteEvent("note.restored", 33))  # the event task, before the webhook's outdating
@@ -86,8 +70,8 @@ def test_a_restored_note_whose_write_an_outdating_refused_is_rebuilt(world: Worl
                         batch=100, settled_before_ms=world.clock(), now_ms=world.clock())
     assert result is not None and result.requeued >= 1
     assert 33 in {i for i, _ in world.dirty.take(100)}, "33 left the dirty set unwritten"
-    _drain_all(world)
-    assert _current(world, 33).note_id == 33
+    drain_all(world)
+    assert current(world, 33).note_id == 33
 
 
 def test_an_edited_note_whose_write_an_outdating_refused_is_rebuilt(world: World) -> None:
@@ -98,9 +82,9 @@ def test_an_edited_note_whose_write_an_outdating_refused_is_rebuilt(world: World
     affected = world.events(NoteEvent("note.updated", 2))
     drain_once(world.dirty, _rebuilding_with(world, lambda: outdate_shown([2], world.cache)),
                batch=100, settled_before_ms=world.clock(), now_ms=world.clock())
-    _drain_all(world)
+    drain_all(world)
     for focus in sorted(affected):
-        assert b"Animals" not in _current(world, focus).result_json, focus
+        assert b"Animals" not in current(world, focus).result_json, focus
 
 
 def test_a_removal_the_compare_and_set_refused_is_decided_again(world: World) -> None:
@@ -113,7 +97,7 @@ def test_a_removal_the_compare_and_set_refused_is_decided_again(world: World) ->
     assert report.deleted == frozenset() and 33 in report.requeue
     assert world.cache.read(SnapshotKey(33, "wavefront", SEEDS[0])) is not None
     world.dirty.add(report.requeue, now_ms=world.clock())
-    _drain_all(world)
+    drain_all(world)
     assert all(world.cache.read(SnapshotKey(33, s, seed)) is None
                for s in STRATEGIES if s != "layered" for seed in SEEDS)
 
