@@ -10,20 +10,26 @@ are stamped with the next edit sequence number *before* their reverse index is r
 the race with a rebuild that read them just before the edit (the rebuild re-checks the stamps after
 writing).
 
-A move (a new parent or a new target) also affects the same scope below the moved note, without
-stamping it (those rows did not change). Its descendants' paths changed, and those with snapshots
-are in ``dep:X`` already; the walk reaches the ones that have none, which matters when a restore's
-event runs after the tree moved on. The restore's event finds what came back by walking down from
-its root *when it runs*; a note restored with the subtree whose ancestor (or, for a link note pointing
-into the subtree, whose target) moved out before then is not below the root any more. If that note
-had no snapshot (created and deleted before any drain built it) it is in no reverse index either,
-and only the move's walk, which runs after the move and so after the restore, can find it. A link
-note pointing at a restored link that was relinked away is found the same way, as a referrer of the
-relinked note.
+A move (a new parent or a new target) changes the paths below the moved note, and those snapshots
+are in ``dep:X`` already; but it also reaches the same scope below X as a delete or restore would
+(``NoteSource.edit_scope``: the subtree, the links into it, the links to those) and handles it as a
+restore's walk handles what it finds: stamped, with the parents, targets, nearest siblings and
+dependents of those notes, in the wide lane. This is for a restore whose event runs after the tree
+moved on. The restore's event finds what came back by walking down from its root *when it runs*;
+a note restored with the subtree whose ancestor (or, for a link pointing into the subtree, whose
+target) moved out before then is not below the root any more, and neither are the links to it. A
+note without a snapshot (created and deleted before any drain built it) is in no reverse index,
+and the snapshots that show a link whose object came back (shown without it) are found only
+through that link, which the walk no longer reaches: without this, nothing would ever rebuild
+them. The *last* move that changed such a note's path is committed after the restore and its
+event runs after that move, when the note is still below the moved one, so its walk reaches it. A
+relink is a move of the link note, so a link pointing at a restored link that was relinked away is
+reached the same way.
 """
 
 from __future__ import annotations
 
+import logging
 from bisect import bisect_left
 from collections.abc import Sequence
 
@@ -31,10 +37,15 @@ from graphrag import GraphView, Need, Skeleton
 from service.note_event import NoteEvent
 from service.ports import NoteSource, SnapshotCache
 
-__all__ = ["CLOSE_LIMIT", "affected_foci"]
+__all__ = ["CLOSE_LIMIT", "SCOPE_LIMIT", "affected_foci"]
+
+log = logging.getLogger("graphrag.events")
 
 _SUBTREE_TYPES = frozenset({"note.deleted", "note.restored"})
 _MOVE_TYPE = "note.moved"
+_NOT_MOVES = _SUBTREE_TYPES | {"note.created"}  # a new note has nothing below it yet
+#: The most notes one edit's subtree scope walks (a delete, restore or move of a bigger subtree).
+SCOPE_LIMIT = 10_000
 #: An edited note with more children (or referring link notes) than this is a hub: its children's
 #: snapshots wait in the wide lane, so that one hub edit cannot fill the urgent lane.
 CLOSE_LIMIT = 32
@@ -93,32 +104,57 @@ def _old_parents(events: Sequence[NoteEvent], note_id: int) -> list[int]:
 
 
 def _moves(event: NoteEvent) -> bool:
-    """Whether ``event`` gives its note a new parent or target (change capture reports both as a
-    move; a webhook may report a relink as an update that names both targets)."""
-    if event.type == _MOVE_TYPE:
-        return True
-    return any(before != after and (before, after) != (None, None) for before, after in (
-        (event.before_parent_id, event.after_parent_id),
-        (event.before_target_id, event.after_target_id)))
+    """Whether ``event`` may give its note a new parent or target: a known change of either (change
+    capture reports both as a move; a webhook may report a relink as an update naming both
+    targets), or a move whose old or new parent the sender did not say. A reorder among the same
+    siblings changes no path below the note."""
+    if event.type in _NOT_MOVES:
+        return False
+    parent_known = None not in (event.before_parent_id, event.after_parent_id)
+    target_known = None not in (event.before_target_id, event.after_target_id)
+    return ((parent_known and event.before_parent_id != event.after_parent_id)
+            or (target_known and event.before_target_id != event.after_target_id)
+            or (event.type == _MOVE_TYPE and not parent_known))
+
+
+def _scope(notes: NoteSource, roots: set[int]) -> set[int]:
+    """``NoteSource.edit_scope`` of ``roots``; a scope cut at :data:`SCOPE_LIMIT` is logged (what lies
+    deeper is left to the reverse index and the nightly rebuild)."""
+    found = notes.edit_scope(roots, limit=SCOPE_LIMIT)
+    if len(found) >= SCOPE_LIMIT:
+        log.warning("the edit of notes %s reaches %d or more notes; deeper ones are left to their "
+                    "reverse index and the nightly rebuild", sorted(roots)[:10], SCOPE_LIMIT)
+    return found
+
+
+def _around(notes: NoteSource, snapshots: SnapshotCache, below: set[int], radius: int) -> set[int]:
+    """The foci a restore's walk adds for ``below`` had it reached them: the notes themselves, the
+    parents and targets they name, their nearest siblings, and every focus whose snapshots show
+    one of them (read after they were stamped)."""
+    refs, near, _ = _neighbours(notes, below, (), radius)
+    return below | refs | near | snapshots.dependents(below)
 
 
 def affected_foci(events: Sequence[NoteEvent], notes: NoteSource, snapshots: SnapshotCache, *,
                   sibling_radius: int) -> tuple[set[int], set[int]]:
-    """(urgent foci, every focus whose snapshots the events can change); stamps the edited notes.
+    """(urgent foci, every focus whose snapshots the events can change); stamps the edited notes
+    and the scope below moved ones.
 
     The urgent ones are the edited notes, the parents and targets they name (before and after),
     and — unless there are more than :data:`CLOSE_LIMIT` — their children and the link notes
     pointing at them: the snapshots that show an edited note first, rebuilt in a batch of their own
-    before the rest (docs/architecture.md, "Draining").
+    before the rest (docs/architecture.md, "Draining"). What a move reaches below the moved note
+    waits in the wide lane.
     """
     events = [e for e in events if e.note_id is not None]  # the tree has only note events
     edited = {e.note_id for e in events if e.note_id is not None}
     changed_subtrees = {e.note_id for e in events if e.type in _SUBTREE_TYPES and e.note_id is not None}
     if changed_subtrees:
-        edited |= notes.edit_scope(changed_subtrees)
+        edited |= _scope(notes, changed_subtrees)
     moved = {e.note_id for e in events if _moves(e) and e.note_id is not None}
-    below = notes.edit_scope(moved) if moved else set()  # affected, not edited (module docstring)
-    snapshots.stamp_touched(edited)  # before reading dep:X (see the module docstring)
+    below = _scope(notes, moved) - edited if moved else set()
+    snapshots.stamp_touched(edited | below)  # before reading dep:X (see the module docstring)
     refs, near, close = _neighbours(notes, edited, events, sibling_radius)
     dependents = snapshots.dependents(edited)
-    return edited | refs | (close & dependents), edited | refs | near | dependents | below
+    around = _around(notes, snapshots, below, sibling_radius) if below else set()
+    return edited | refs | (close & dependents), edited | refs | near | dependents | around

@@ -24,9 +24,12 @@ from service.events import record_events, sibling_radius
 from service.note_event import NoteEvent
 from service.ports import SnapshotCache
 from service.rebuild import RebuildReport, rebuild
+from storage.database import epoch_ms
 from storage.memory import MemoryCoordination, MemoryDirtySet, MemoryState
 from storage.memory_cache import MemoryCache
 from storage.memory_source import MemoryTree
+from storage.records import TreeNote
+from tests.reliability.checks import DbNote, content_problems
 from tests.storage.graphs import hand_graph
 from tests.support import NOW_MS
 
@@ -95,12 +98,44 @@ class CacheProxy:
         return getattr(self.world.cache, name)
 
 
-@pytest.fixture
-def world() -> World:
+def new_world(records: Iterable[TreeNote]) -> World:
+    """A world over ``records`` with an empty cache, dirty set and coordination."""
     state = MemoryState()
-    source = MemoryTree(hand_graph().records())
+    source = MemoryTree(records)
     w = World(source, state, MemoryCache(state, soft_ttl_s=3_600, hard_ttl_s=7_200),
               MemoryDirtySet(state), MemoryCoordination(state),
               ContextService(source, CharsCounter(), StrategyParams()))
     state.clock_ms = w.clock
     return w
+
+
+def stale_snapshots(world: World) -> list[str]:
+    """Every snapshot a live note should have that is missing or outdated, and every content
+    problem of the stored ones against the notes as they are now (the reliability suites' check:
+    what a snapshot shows is exact, which notes it picked is not checked)."""
+    notes = {n.id: _db_note(n) for n in world.source.notes.values()}
+    problems = []
+    for note_id in sorted(i for i, n in notes.items() if not n.deleted):
+        for key in _keys(world, note_id):
+            raw, counter = world.cache.read_current(key)
+            env = decode_envelope(raw) if raw is not None else None
+            if env is None or env.generation < counter:
+                problems.append(f"{key}: {'missing' if env is None else 'outdated'}")
+            else:
+                problems += [f"{key}: {p}" for p in content_problems(notes, note_id, env.result_json)]
+    return problems
+
+
+def _keys(world: World, note_id: int) -> list[SnapshotKey]:
+    return [SnapshotKey(note_id, s, seed, limit) for s in world.strategies for seed in SEEDS
+            for limit in (LAYERED_LIMITS if s == "layered" else (None,))]
+
+
+def _db_note(note: TreeNote) -> DbNote:
+    return DbNote(note.id, note.parent_id, note.target_note_id, note.sibling_order, note.title,
+                  note.details, epoch_ms(note.created_at), note.deleted_at is not None)
+
+
+@pytest.fixture
+def world() -> World:
+    return new_world(hand_graph().records())

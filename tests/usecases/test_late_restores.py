@@ -7,7 +7,9 @@ any reverse index; its subtree was restored, then an ancestor of it (or the targ
 pointing into the subtree) moved out of the restored subtree before the restore's event ran. The
 walk from the root no longer found it, and the move's own event named the moved note, its
 neighbours and the foci whose snapshots show it, none of which was the note: nothing ever built
-it again. Each test replays that order of commits and events, both ways round.
+it again. The same order left the snapshots that show a link to a restored link (without its
+object) as they were. Each test commits the restore and the move, then runs their event tasks one
+after the other in both orders, drains, and compares every snapshot with a rebuild from scratch.
 """
 
 from __future__ import annotations
@@ -19,12 +21,15 @@ import pytest
 from service.envelope import SnapshotKey
 from service.note_event import NoteEvent
 from storage.records import TreeNote
-from tests.usecases.conftest import SEEDS, World, current, drain_all
+from tests.usecases.conftest import SEEDS, World, current, drain_all, stale_snapshots
 
 DELETED_AT = dt.datetime(2026, 1, 1)
 NEW = 900  # created under Cat's second child (a leaf), deleted with Cat before any drain reached it
 LINK = 901  # in notebook B, pointing into Cat's subtree: deleted with it
 LINK_TO_LINK = 902  # in notebook B, pointing at LINK: not deleted, but its object goes and comes back
+RESTORE = NoteEvent("note.restored", 10)
+ORDERS = pytest.mark.parametrize("restore_first", [True, False],
+                                 ids=["restore-task-first", "move-task-first"])
 
 
 def _set_deleted(world: World, ids: set[int], deleted_at: dt.datetime | None) -> None:
@@ -55,55 +60,82 @@ def _cat_deleted_then_restored(world: World) -> set[int]:
     return stamped
 
 
-@pytest.mark.parametrize("restore_first", [True, False], ids=["restore-event-first",
-                                                              "move-event-first"])
+def _event_tasks(world: World, later: NoteEvent, *, restore_first: bool) -> None:
+    """The restore's event task and ``later``'s, each on its own, in the order given; then drain."""
+    for event in ((RESTORE, later) if restore_first else (later, RESTORE)):
+        world.events(event)
+    drain_all(world)
+
+
+@ORDERS
 def test_a_restored_note_whose_ancestor_moved_out_before_the_restore_ran_is_built(
         world: World, restore_first: bool) -> None:
     restored = _cat_deleted_then_restored(world)
     assert {31, NEW} <= restored
     world.edit(31, parent_id=3)  # the new note's parent moves to Plants
-    moved = NoteEvent("note.moved", 31, before_parent_id=10, after_parent_id=3)
-    restore = NoteEvent("note.restored", 10)
-    world.events(*((restore, moved) if restore_first else (moved, restore)))
-    drain_all(world)
-    assert current(world, NEW).note_id == NEW
+    _event_tasks(world, NoteEvent("note.moved", 31, before_parent_id=10, after_parent_id=3),
+                 restore_first=restore_first)
     assert b"Plants" in current(world, NEW).result_json  # its contextualPath after the move
+    assert stale_snapshots(world) == []
 
 
-@pytest.mark.parametrize("restore_first", [True, False], ids=["restore-event-first",
-                                                              "relink-event-first"])
+@ORDERS
 def test_a_link_to_a_restored_link_that_was_relinked_before_the_restore_ran_shows_its_object(
         world: World, restore_first: bool) -> None:
     _cat_deleted_then_restored(world)
     world.edit(LINK, target_note_id=63)  # the restored link now points out of Cat's subtree
-    relinked = NoteEvent("note.updated", LINK, before_target_id=32, after_target_id=63)
-    restore = NoteEvent("note.restored", 10)
-    world.events(*((restore, relinked) if restore_first else (relinked, restore)))
-    drain_all(world)
+    _event_tasks(world, NoteEvent("note.updated", LINK, before_target_id=32, after_target_id=63),
+                 restore_first=restore_first)
     assert f'"/n{LINK}"'.encode() in current(world, LINK_TO_LINK).result_json
+    assert stale_snapshots(world) == []  # its parent and the notes showing it too
 
 
-def test_a_link_whose_target_moved_out_before_the_restore_ran_is_rebuilt(world: World) -> None:
+@ORDERS
+def test_a_link_whose_target_moved_out_before_the_restore_ran_is_rebuilt(
+        world: World, restore_first: bool) -> None:
     """The link's target (32) leaves Cat's subtree; the link, restored with it, is found through
     the moved note, and so is the link pointing at the link."""
     _cat_deleted_then_restored(world)
     world.edit(32, parent_id=4)
-    world.events(NoteEvent("note.restored", 10),
-                 NoteEvent("note.moved", 32, before_parent_id=10, after_parent_id=4))
-    drain_all(world)
+    _event_tasks(world, NoteEvent("note.moved", 32, before_parent_id=10, after_parent_id=4),
+                 restore_first=restore_first)
     assert current(world, LINK).note_id == LINK
     assert f'"/n{LINK}"'.encode() in current(world, LINK_TO_LINK).result_json
+    assert stale_snapshots(world) == []
 
 
-def test_a_move_marks_its_subtree_as_affected_not_as_edited(world: World) -> None:
-    """The descendants of a moved note get rebuilt (their paths changed) but are not stamped as
-    edited: their rows did not change, and a rebuild that read them before the move is not raced
-    by their own stamps (the moved note's stamp covers every snapshot that shows it)."""
+def test_the_restore_on_time_leaves_nothing_stale(world: World) -> None:
+    """The reference the replays are held to: the same commits with the restore's event task
+    run before the move is committed."""
+    _cat_deleted_then_restored(world)
+    world.events(RESTORE)
+    world.edit(31, parent_id=3)
+    world.events(NoteEvent("note.moved", 31, before_parent_id=10, after_parent_id=3))
+    drain_all(world)
+    assert stale_snapshots(world) == []
+
+
+def test_what_a_move_reaches_below_the_moved_note_waits_in_the_wide_lane(world: World) -> None:
+    """The moved note and what it names are urgent; its subtree's deeper notes are rebuilt behind
+    them, so one big subtree cannot fill the urgent lane."""
+    world.source.put(TreeNote(NEW, "Deep", parent_id=31))
     world.rebuild(sorted(i for i, n in world.source.notes.items() if n.deleted_at is None))
-    seq = world.cache.current_seq()
     world.edit(10, parent_id=3)
     affected = world.events(NoteEvent("note.moved", 10, before_parent_id=2, after_parent_id=3))
-    assert {10, 30, 31, 32, 33, 40, 43} <= affected
-    touched = world.cache.touched_since([10, 30, 31, 32, 33], seq)
-    assert touched == {10}
+    assert {10, 31, NEW} <= affected
+    assert 10 in world.state.urgent and NEW not in world.state.urgent
 
+
+@pytest.mark.parametrize(("event", "moves"), [
+    (NoteEvent("note.moved", 10), True),
+    (NoteEvent("note.moved", 10, before_parent_id=2, after_parent_id=3), True),
+    (NoteEvent("note.moved", 10, before_parent_id=2, after_parent_id=2), False),
+    (NoteEvent("note.updated", 10, before_target_id=20, after_target_id=21), True),
+    (NoteEvent("note.updated", 10), False),
+    (NoteEvent("note.created", 10, after_parent_id=2), False),
+], ids=["move-unsaid", "move", "reorder", "relink", "update", "create"])
+def test_which_events_walk_below_their_note(world: World, event: NoteEvent, moves: bool) -> None:
+    world.source.put(TreeNote(NEW, "Deep", parent_id=31))
+    world.rebuild(sorted(i for i, n in world.source.notes.items() if n.deleted_at is None))
+    world.source.put(TreeNote(950, "Unbuilt, below Cat", parent_id=NEW))
+    assert (950 in world.events(event)) is moves
