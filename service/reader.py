@@ -75,6 +75,8 @@ class Served:
     text: str | None = None
     #: why the snapshots were not trusted for this read (the change feed is behind: service.feed)
     reason: str | None = None
+    #: when the answer was computed (ms since the epoch): the snapshot's time, or the read's if live
+    computed_at_ms: int = 0
 
 
 def _wall_ms() -> int:
@@ -212,8 +214,7 @@ class SnapshotReader:
                 and envelope.generation >= generation and self._fresh(envelope, now_ms)
                 and same_view(self.service.store, envelope.depends_on, held, ask.viewer)):
             self.metrics.viewer_proven.inc()
-            age_s = max(0.0, (now_ms - envelope.computed_at_ms) / 1000)
-            return self._served(envelope_body(envelope, ask), "cache", age_s)
+            return self._served(envelope_body(envelope, ask), "cache", envelope, now_ms)
         self.metrics.viewer_live.inc()
         return self._live(ask, write=False)
 
@@ -235,13 +236,12 @@ class SnapshotReader:
 
     def _cached(self, envelope: Envelope, ask: Ask) -> Served:
         now_ms = self.clock_ms()
-        age_s = max(0.0, (now_ms - envelope.computed_at_ms) / 1000)
         if self._fresh(envelope, now_ms):
             self.metrics.hits.inc()
-            return self._served(envelope_body(envelope, ask), "cache", age_s)
+            return self._served(envelope_body(envelope, ask), "cache", envelope, now_ms)
         self.metrics.stale.inc()
         self._queue_refresh(ask.note_id)
-        return self._served(envelope_body(envelope, ask), "stale", age_s)
+        return self._served(envelope_body(envelope, ask), "stale", envelope, now_ms)
 
     def _outdated(self, envelope: Envelope, ask: Ask) -> Served:
         """An event that affects this snapshot came after its computation (the rebuild is queued):
@@ -255,12 +255,14 @@ class SnapshotReader:
             return self._compute_once(ask)
         except Unavailable:
             self.metrics.stale.inc()
-            age_s = max(0.0, (self.clock_ms() - envelope.computed_at_ms) / 1000)
-            return self._served(envelope_body(envelope, ask), "stale", age_s)
+            return self._served(envelope_body(envelope, ask), "stale", envelope, self.clock_ms())
 
     @staticmethod
-    def _served(answer: Answer, source: Source, age_s: float) -> Served:
-        return Served(answer.body, source, age_s, answer.text)
+    def _served(answer: Answer, source: Source, computed: Envelope | Request, now_ms: int) -> Served:
+        """``computed``: the snapshot served, or the request computed live (at its ``now_ms``)."""
+        at_ms = computed.computed_at_ms if isinstance(computed, Envelope) else computed.now_ms
+        return Served(answer.body, source, max(0.0, (now_ms - at_ms) / 1000), answer.text,
+                      computed_at_ms=at_ms)
 
     def _queue_refresh(self, note_id: int) -> None:
         if self.on_stale is None:
@@ -302,7 +304,8 @@ class SnapshotReader:
         if (envelope is not None and envelope.generation >= generation
                 and self._fresh(envelope, self.clock_ms())):
             self.metrics.hits.inc()
-            return self._served(envelope_body(envelope, ask), "cache", 0.0)
+            at_ms = envelope.computed_at_ms  # another reader's write-back: age 0 as before
+            return self._served(envelope_body(envelope, ask), "cache", envelope, at_ms)
         return self._live(ask, write=True)
 
     def _request(self, ask: Ask, now_ms: int, *, write: bool) -> Request:
@@ -327,12 +330,12 @@ class SnapshotReader:
         self.metrics.live_latency_s.observe(time.perf_counter() - started)
         self.metrics.live_computes.inc()
         if not write:
-            return self._served(outcome_body(outcome, ask), "live", 0.0)
+            return self._served(outcome_body(outcome, ask), "live", request, request.now_ms)
         envelope = Envelope.of(outcome, view, request, strategy=ask.strategy, generation=generation,
                                computed_at_ms=request.now_ms,
                                config_hash=self.config_hashes[ask.strategy])
         self._write_back(envelope, seq)
-        return self._served(envelope_body(envelope, ask), "live", 0.0)
+        return self._served(envelope_body(envelope, ask), "live", request, request.now_ms)
 
     def _seq(self) -> int | None:
         try:

@@ -161,3 +161,16 @@ def test_both_modes_keep_the_shared_token_for_the_main_app(users: Site) -> None:
     with users.client("doughnut") as client:
         assert client.get(f"/notes/{users.notes['A']}/graph",
                           headers={"Authorization": f"Bearer {SHARED}"}).status_code == 401
+
+
+def test_a_users_conditional_read_is_confirmed_and_a_refusal_carries_no_tag(
+        users: Site, http: TestClient) -> None:
+    path = f"/api/notes/{users.notes['A']}/graph?tokenLimit=2000"
+    first = http.get(path, headers={"Authorization": "Bearer tok-owner"})
+    assert first.status_code == 200 and first.headers["ETag"]
+    again = http.get(path, headers={"Authorization": "Bearer tok-owner",
+                                    "If-None-Match": first.headers["ETag"]})
+    assert (again.status_code, again.content) == (304, b"")
+    refused = http.get(path, headers={"Authorization": "Bearer tok-stranger",
+                                      "If-None-Match": first.headers["ETag"]})
+    assert refused.status_code == 403 and "ETag" not in refused.headers

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -81,9 +82,9 @@ class Service:
     clock: Clock
     registry: CollectorRegistry
 
-    def rebuild(self, *foci: int) -> None:
+    def rebuild(self, *foci: int, now_ms: int = NOW_MS) -> None:
         report = rebuild(self.service, self.store, foci, strategies=STRATEGIES, seeds=SEEDS,
-                         max_token_limit=MAX_LIMIT, layered_limits=LAYERED_LIMITS, now_ms=NOW_MS)
+                         max_token_limit=MAX_LIMIT, layered_limits=LAYERED_LIMITS, now_ms=now_ms)
         assert report.errors == {} and report.count > 0
 
     def live(self, focus: int, *, seed: int = 0, limit: int = MAX_LIMIT, now_ms: int = READ_AT_MS,
@@ -118,12 +119,19 @@ def fake_store(*, connected: bool = True) -> SnapshotStore:
                          hard_ttl_s=HARD_TTL_S)
 
 
-@pytest.fixture
-def svc(tmp_path: Path) -> Iterator[Service]:
-    with sqlite_service(tmp_path) as service:
+@contextmanager
+def running(directory: Path) -> Iterator[Service]:
+    """The app over a fresh SQLite file in ``directory`` and an empty fakeredis."""
+    with sqlite_service(directory) as service:
         store, clock, registry = fake_store(), Clock(READ_AT_MS), CollectorRegistry()
         with make_app(service, store, clock, registry) as client:
             yield Service(Http(client), service, store, clock, registry)
+
+
+@pytest.fixture
+def svc(tmp_path: Path) -> Iterator[Service]:
+    with running(tmp_path) as service:
+        yield service
 
 
 def assert_error(response: httpx.Response, status: int, **fields: Any) -> dict[str, Any]:

@@ -84,6 +84,9 @@ def test_context_paths_reach_the_service_and_answer_as_the_user(users: Site, sta
             assert proxied.content == direct.content == users.live(
                 note, viewer=Viewer(user_id=user), markdown=markdown)
             assert proxied.headers["X-Graphrag-Source"] == direct.headers["X-Graphrag-Source"]
+            kept = stack.request("GET", path, token,
+                                 headers={"If-None-Match": proxied.headers["ETag"]})
+            assert (kept.status_code, kept.content) == (304, b"")  # the main app's revalidation
         # refusals are the service's too, with Doughnut's bodies
         refused = stack.request("GET", context(users, "A"))
         assert (refused.status_code, refused.content) == (401, NOT_LOGGED_IN)

@@ -89,7 +89,7 @@ def install(app: FastAPI, reader: SnapshotReader, auth: DoughnutAuth,
 
     def serve(request: HttpRequest, note_id: str, q: DoughnutQuery, fmt: str) -> Response:
         if auth.shared(q.authorization):
-            return respond(shared_read(note_id, q, fmt))
+            return respond(request, shared_read(note_id, q, fmt))
         assert auth.book is not None
         try:
             served = answer(reader, auth.book,
@@ -97,7 +97,7 @@ def install(app: FastAPI, reader: SnapshotReader, auth: DoughnutAuth,
         except Refusal as refusal:
             error = body_of(refusal, request.url.path, dt.datetime.now(dt.UTC))
             return Response(error.body, status_code=error.status, media_type=error.media_type)
-        return respond(served)
+        return respond(request, served)
 
     def graph(request: HttpRequest, note_id: str, q: Annotated[DoughnutQuery, Depends()]) -> Any:
         return serve(request, note_id, q, "json")

@@ -4,7 +4,9 @@
 ``GET /notes/{id}/graph?tokenLimit=&seed=&strategy=`` and Doughnut's own path
 ``GET /api/notes/{id}/graph?tokenLimit=N`` answer the result JSON exactly, with
 ``X-Graphrag-Source: cache|stale|live`` and ``X-Graphrag-Age: <seconds>`` (and, while the change
-feed is behind and snapshots are not trusted, ``X-Graphrag-Reason: <why>``; service.feed). Both need
+feed is behind and snapshots are not trusted, ``X-Graphrag-Reason: <why>``; service.feed), and the
+validators of a conditional read (a strong ``ETag``, ``Last-Modified``; ``If-None-Match`` naming
+the answer gives ``304`` with no body: worker.conditional). Both need
 ``Authorization: Bearer <GRAPHRAG_READER_TOKEN>`` (compared in constant time). Bad parameters give
 400 with a JSON body naming the parameter, an unknown or deleted note 404, no snapshot and no
 database 503; no response ever carries a traceback.
@@ -29,6 +31,7 @@ from graphrag.core.errors import CacheUnavailable, Forbidden, Unavailable
 from graphrag.wiki.model import Viewer
 from service.reader import Served, SnapshotReader
 from worker.bearer import BearerGate
+from worker.conditional import validators
 from worker.doughnut_paths import PATHS as DOUGHNUT_PATHS
 from worker.doughnut_paths import DoughnutAuth, DoughnutQuery, install
 from worker.webhook import MAX_BODY_BYTES, WebhookReceiver
@@ -91,23 +94,29 @@ def create_app(
             viewer=None if viewer is None else Viewer(user_id=viewer), fmt=fmt,
         )
 
-    def respond(served: Served, media_type: str = "application/json",
+    def respond(request: HttpRequest, served: Served, media_type: str = "application/json",
                 content: bytes | None = None) -> Response:
+        body = served.body if content is None else content
         headers = {"X-Graphrag-Source": served.source, "X-Graphrag-Age": str(int(served.age_s))}
         if served.reason is not None:
             headers["X-Graphrag-Reason"] = served.reason
-        return Response(served.body if content is None else content, media_type=media_type,
-                        headers=headers)
+        tags = validators(body, request.url.path, request.query_params,
+                          computed_s=served.computed_at_ms / 1000)
+        headers.update(tags.headers)
+        if tags.not_modified(request.headers.get("if-none-match")):
+            return Response(status_code=304, headers=headers)
+        return Response(body, media_type=media_type, headers=headers)
 
     @app.get("/notes/{note_id}/graph", summary="The context of a note (JSON)")
-    def graph(note_id: str, q: Annotated[_Query, Depends()]) -> Response:
-        return respond(read(note_id, q))
+    def graph(request: HttpRequest, note_id: str, q: Annotated[_Query, Depends()]) -> Response:
+        return respond(request, read(note_id, q))
 
     @app.get("/notes/{note_id}/context.md", summary="The context of a note as LLM-ready markdown")
-    def context_markdown(note_id: str, q: Annotated[_Query, Depends()]) -> Response:
+    def context_markdown(request: HttpRequest, note_id: str,
+                         q: Annotated[_Query, Depends()]) -> Response:
         served = read(note_id, q, "markdown")
         text = (served.text or "").encode("utf-8", "replace")
-        return respond(served, "text/markdown; charset=utf-8", text)
+        return respond(request, served, "text/markdown; charset=utf-8", text)
 
     def shared_read(note_id: str, q: DoughnutQuery, fmt: str) -> Served:
         return read(note_id, _Query(q.token_limit, q.seed, None, q.viewer, q.authorization), fmt)

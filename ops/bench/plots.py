@@ -33,7 +33,7 @@ def _cdf(ax: Any, values: Sequence[float], label: str) -> None:
 def plot_reader(plt: Any, samples: dict[str, list[float]], path: Path) -> None:
     fig, ax = plt.subplots(figsize=(7, 4))
     for key, label in (("raw_us", "raw GET + orjson.loads"), ("hit_us", "SnapshotReader.get hit"),
-                       ("http_us", "HTTP hit (loopback)")):
+                       ("http_us", "HTTP hit (loopback)"), ("http_304_us", "HTTP 304 (loopback)")):
         _cdf(ax, samples.get(key, []), label)
     ax.set(xscale="log", xlabel="latency (µs, log)", ylabel="fraction of reads", title=PLOTS[path.name])
     ax.grid(True, which="both", alpha=0.3)

@@ -81,11 +81,14 @@ def reader_lines(r: dict[str, Any]) -> list[str]:
     rows = [["`SnapshotReader.get` hit (in process)", fmt(x["hit_p50_us"]), fmt(x["hit_p99_us"])],
             ["raw redis-py GET + orjson.loads", fmt(x["raw_get_p50_us"]), fmt(x["raw_get_p99_us"])],
             [f"HTTP hit at {x.get('http_rate_per_s', 'n/a')} req/s (`graphrag serve`, loopback)",
-             fmt(x.get("http_hit_p50_us")), fmt(x.get("http_hit_p99_us"))]]
+             fmt(x.get("http_hit_p50_us")), fmt(x.get("http_hit_p99_us"))],
+            ["HTTP conditional hit answered `304` (same rate, interleaved)",
+             fmt(x.get("http_304_p50_us")), fmt(x.get("http_304_p99_us"))]]
     return ["## Reader", "", f"{x['reads']:,} reads over {x['snapshots']:,} snapshots; "
             f"HTTP: {x.get('http_requests', 0):,} requests, achieved "
             f"{fmt(x.get('http_achieved_per_s'))} req/s, {x.get('http_not_cache_hits', 0)} not served "
-            "from the cache.", "", *_table(["read", "p50 µs", "p99 µs"], rows)]
+            f"from the cache, {x.get('http_not_as_expected', 0)} not answered 200 (plain) or 304 "
+            "(conditional).", "", *_table(["read", "p50 µs", "p99 µs"], rows)]
 
 
 def live_lines(r: dict[str, Any]) -> list[str]:

@@ -122,7 +122,9 @@ def test_once_an_edit_s_event_is_processed_its_old_text_is_never_served(world: W
     assert b"Beasts" in served.body and b"Animals" not in served.body
     assert r.metrics.outdated._value.get() == 1
     assert 10 in {f for f, _ in world.dirty.take(100)}  # the drain still rebuilds every variant
-    assert reader(world).get(10, seed=0) == Served(served.body, "cache", 0.0)  # written back
+    # written back: the live answer's bytes and computation time, now from the cache
+    assert reader(world).get(10, seed=0) == Served(served.body, "cache", 0.0,
+                                                   computed_at_ms=served.computed_at_ms)
 
 
 def test_an_outdated_snapshot_of_another_seed_or_limit_is_computed_too(world: World) -> None:
@@ -136,11 +138,12 @@ def test_an_outdated_snapshot_of_another_seed_or_limit_is_computed_too(world: Wo
 
 def test_database_down_serves_an_outdated_snapshot_as_stale(world: World) -> None:
     world.rebuild([10])
-    before = reader(world).get(10, seed=0).body
+    before = reader(world).get(10, seed=0)
     world.edit(2, title="Beasts")
     world.events(NoteEvent("note.updated", 2))
     world.source.down = True
-    assert reader(world).get(10, seed=0) == Served(before, "stale", 0.0)
+    assert reader(world).get(10, seed=0) == Served(before.body, "stale", 0.0,
+                                                   computed_at_ms=before.computed_at_ms)
 
 
 def test_an_outdated_snapshot_of_a_deleted_focus_is_not_found(world: World) -> None:

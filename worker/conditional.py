@@ -1,0 +1,72 @@
+"""Conditional reads of a context: a strong ``ETag`` per answer and ``If-None-Match`` → ``304``.
+
+Invariants, each argued from how the tag is made:
+
+* **The tag changes exactly when the answer's bytes change.** It is a digest of the bytes sent,
+  taken together with the *variant* that chose them (the path, hence the format, and the
+  parameters that select a context: tokenLimit, seed, strategy, viewer). Same variant and same
+  bytes give the same tag, so a rebuild that rewrote identical bytes keeps it; any other byte
+  changes it (a 128-bit BLAKE2b digest: a collision is not a practical event).
+* **Different tokenLimits and formats never share a tag**, even where their bytes agree (a short
+  note's context is often the same at every limit): the variant is digested with the bytes.
+* **A 304 never hides a change.** The tag is computed from the answer the read would have sent
+  now, through the same path (snapshot, or live when the snapshot is outdated or the change feed
+  is behind), so ``304`` means "the bytes you hold are the bytes you would get". It costs a hit
+  and a digest: no SQL on a hit.
+* ``If-Modified-Since`` is **not** evaluated. ``Last-Modified`` (the time the answer was computed)
+  has a second's resolution, and two rebuilds within one second with different bytes would look
+  unchanged to it; only the tag validates. ``Cache-Control: private, no-cache`` lets a client keep
+  a copy but makes it revalidate before every use, so it never uses a copy the service would not
+  serve now; ``Vary: Authorization`` because Doughnut's tokens choose the viewer.
+
+Parsing and formatting of the header fields are werkzeug's (RFC 9110's weak comparison for
+``If-None-Match``, ``*`` included).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from werkzeug.http import http_date, parse_etags, quote_etag
+
+__all__ = ["CACHE_CONTROL", "VARIANT_PARAMETERS", "Validators", "validators"]
+
+#: the query parameters that select an answer (anything else does not change the bytes)
+VARIANT_PARAMETERS = ("tokenLimit", "seed", "strategy", "viewer")
+CACHE_CONTROL = "private, no-cache"
+_DIGEST_BYTES = 16
+
+
+@dataclass(frozen=True, slots=True)
+class Validators:
+    """An answer's validators: its quoted strong ``etag`` and the headers that carry them."""
+
+    etag: str
+    headers: dict[str, str]
+
+    def not_modified(self, if_none_match: str | None) -> bool:
+        """Whether a request's ``If-None-Match`` already names this answer (RFC 9110 §13.1.2)."""
+        if if_none_match is None:
+            return False
+        return parse_etags(if_none_match).contains_weak(self.etag.strip('"'))
+
+
+def variant(path: str, query: Mapping[str, str]) -> bytes:
+    """The variant as bytes: the path and the selecting parameters, in a fixed order."""
+    chosen = "&".join(f"{name}={query[name]}" for name in VARIANT_PARAMETERS if name in query)
+    return f"{path}?{chosen}".encode("utf-8", "surrogatepass")
+
+
+def validators(body: bytes, path: str, query: Mapping[str, str], *,
+               computed_s: float) -> Validators:
+    """The validators of ``body`` answered at ``path`` with ``query``, computed at ``computed_s``
+    (seconds since the epoch)."""
+    chosen = variant(path, query)
+    digest = hashlib.blake2b(len(chosen).to_bytes(8, "big"), digest_size=_DIGEST_BYTES)
+    digest.update(chosen)
+    digest.update(body)
+    etag = quote_etag(digest.hexdigest())
+    return Validators(etag, {"ETag": etag, "Last-Modified": http_date(computed_s),
+                             "Cache-Control": CACHE_CONTROL, "Vary": "Authorization"})
