@@ -214,7 +214,7 @@ class SnapshotReader:
                 and envelope.generation >= generation and self._fresh(envelope, now_ms)
                 and same_view(self.service.store, envelope.depends_on, held, ask.viewer)):
             self.metrics.viewer_proven.inc()
-            return self._served(envelope_body(envelope, ask), "cache", envelope, now_ms)
+            return self._served(envelope_body(envelope, ask), "cache", envelope.computed_at_ms, now_ms)
         self.metrics.viewer_live.inc()
         return self._live(ask, write=False)
 
@@ -238,10 +238,10 @@ class SnapshotReader:
         now_ms = self.clock_ms()
         if self._fresh(envelope, now_ms):
             self.metrics.hits.inc()
-            return self._served(envelope_body(envelope, ask), "cache", envelope, now_ms)
+            return self._served(envelope_body(envelope, ask), "cache", envelope.computed_at_ms, now_ms)
         self.metrics.stale.inc()
         self._queue_refresh(ask.note_id)
-        return self._served(envelope_body(envelope, ask), "stale", envelope, now_ms)
+        return self._served(envelope_body(envelope, ask), "stale", envelope.computed_at_ms, now_ms)
 
     def _outdated(self, envelope: Envelope, ask: Ask) -> Served:
         """An event that affects this snapshot came after its computation (the rebuild is queued):
@@ -255,12 +255,12 @@ class SnapshotReader:
             return self._compute_once(ask)
         except Unavailable:
             self.metrics.stale.inc()
-            return self._served(envelope_body(envelope, ask), "stale", envelope, self.clock_ms())
+            return self._served(envelope_body(envelope, ask), "stale", envelope.computed_at_ms,
+                                self.clock_ms())
 
     @staticmethod
-    def _served(answer: Answer, source: Source, computed: Envelope | Request, now_ms: int) -> Served:
-        """``computed``: the snapshot served, or the request computed live (at its ``now_ms``)."""
-        at_ms = computed.computed_at_ms if isinstance(computed, Envelope) else computed.now_ms
+    def _served(answer: Answer, source: Source, at_ms: int, now_ms: int) -> Served:
+        """``at_ms``: when the answer was computed (the snapshot's time, or the live request's)."""
         return Served(answer.body, source, max(0.0, (now_ms - at_ms) / 1000), answer.text,
                       computed_at_ms=at_ms)
 
@@ -305,7 +305,7 @@ class SnapshotReader:
                 and self._fresh(envelope, self.clock_ms())):
             self.metrics.hits.inc()
             at_ms = envelope.computed_at_ms  # another reader's write-back: age 0 as before
-            return self._served(envelope_body(envelope, ask), "cache", envelope, at_ms)
+            return self._served(envelope_body(envelope, ask), "cache", at_ms, at_ms)
         return self._live(ask, write=True)
 
     def _request(self, ask: Ask, now_ms: int, *, write: bool) -> Request:
@@ -330,12 +330,12 @@ class SnapshotReader:
         self.metrics.live_latency_s.observe(time.perf_counter() - started)
         self.metrics.live_computes.inc()
         if not write:
-            return self._served(outcome_body(outcome, ask), "live", request, request.now_ms)
+            return self._served(outcome_body(outcome, ask), "live", request.now_ms, request.now_ms)
         envelope = Envelope.of(outcome, view, request, strategy=ask.strategy, generation=generation,
                                computed_at_ms=request.now_ms,
                                config_hash=self.config_hashes[ask.strategy])
         self._write_back(envelope, seq)
-        return self._served(envelope_body(envelope, ask), "live", request, request.now_ms)
+        return self._served(envelope_body(envelope, ask), "live", request.now_ms, request.now_ms)
 
     def _seq(self) -> int | None:
         try:

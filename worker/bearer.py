@@ -21,7 +21,7 @@ from collections.abc import Iterable
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-__all__ = ["BearerGate"]
+__all__ = ["BearerGate", "carries", "digest_of"]
 
 _REFUSED = b'{"error":"missing or wrong bearer token"}'
 
@@ -36,7 +36,7 @@ class BearerGate:
             raise ValueError("the bearer token must not be empty")
         self.app, self.public = app, frozenset(public)
         self.open = None if open_paths is None else re.compile(open_paths)
-        self.expected = None if token is None else hashlib.sha256(f"Bearer {token}".encode()).digest()
+        self.expected = None if token is None else digest_of(token)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self._passes(scope):
@@ -58,4 +58,14 @@ class BearerGate:
         if self.expected is None:
             return False
         given = dict(scope.get("headers") or ()).get(b"authorization", b"")
-        return hmac.compare_digest(hashlib.sha256(given).digest(), self.expected)
+        return carries(given, self.expected)
+
+
+def digest_of(token: str) -> bytes:
+    """What an ``Authorization`` header carrying ``token`` digests to (compared by :func:`carries`)."""
+    return hashlib.sha256(f"Bearer {token}".encode()).digest()
+
+
+def carries(authorization: bytes, expected: bytes) -> bool:
+    """Whether the header's SHA-256 digest is ``expected``, compared in constant time."""
+    return hmac.compare_digest(hashlib.sha256(authorization).digest(), expected)

@@ -11,16 +11,15 @@
 * ``both``: the shared token reads as in ``shared`` (the main app, ``graphrag mcp``); any other
   bearer, or none, as in ``doughnut``.
 
-The shared token is compared as a SHA-256 digest in constant time, as the gate does.
+The shared token is compared as the gate compares it (worker.bearer: SHA-256 digests, constant time).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
-import hmac
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Header, Query
@@ -30,6 +29,7 @@ from fastapi.responses import Response
 from service.doughnut_api import DoughnutRead, Refusal, answer
 from service.reader import Served, SnapshotReader
 from service.users import TokenBook
+from worker.bearer import carries, digest_of
 from worker.doughnut_errors import body_of
 
 __all__ = ["AUTH_MODES", "DoughnutAuth", "DoughnutQuery", "install"]
@@ -68,11 +68,13 @@ class DoughnutAuth:
         """Whether the request reads with the service's shared token (today's behaviour)."""
         if self.mode == "shared":
             return True
-        if self.mode == "doughnut" or not self.shared_token:
+        if self.mode == "doughnut" or self._expected is None:
             return False
-        given = hashlib.sha256((authorization or "").encode("utf-8", "surrogatepass")).digest()
-        expected = hashlib.sha256(f"Bearer {self.shared_token}".encode()).digest()
-        return hmac.compare_digest(given, expected)
+        return carries((authorization or "").encode("utf-8", "surrogatepass"), self._expected)
+
+    @cached_property
+    def _expected(self) -> bytes | None:
+        return digest_of(self.shared_token) if self.shared_token else None
 
 
 def _bearer(authorization: str | None) -> str | None:
