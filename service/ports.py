@@ -9,6 +9,8 @@ Two sides (docs/architecture.md):
   write, generations, the reverse index and edit stamps), :class:`DirtyQueue` (foci waiting for a
   rebuild), :class:`Coordination` (expiring locks, flags and claims) and :class:`ProgressLog` (a
   full rebuild's progress).
+* :class:`SnapshotChanges` tells a watcher which watched foci had a snapshot written or deleted
+  (what MCP subscriptions and ``graphrag watch`` re-check).
 * :class:`QueueDepth` reads how many tasks wait on a broker queue (the nightly dispatcher's
   back-pressure), whichever broker carries them (Redis or RabbitMQ).
 
@@ -30,6 +32,7 @@ from typing import Any, Protocol
 from service.envelope import Envelope, Fact, SnapshotKey
 
 __all__ = [
+    "ChangeListener",
     "Coordination",
     "DirtyQueue",
     "FeedBeat",
@@ -41,6 +44,7 @@ __all__ = [
     "ProgressLog",
     "QueueDepth",
     "SnapshotCache",
+    "SnapshotChanges",
     "TokenOwner",
     "UserTokens",
 ]
@@ -279,6 +283,38 @@ class UserTokens(Protocol):
 
     def token_owner(self, token: str) -> TokenOwner | None:
         """The row of ``token`` (compared as Doughnut's database compares it), or None."""
+
+
+class ChangeListener(Protocol):
+    """One watcher's hearing of snapshot writes and deletions, for the foci it watches.
+
+    ``heard`` returns each watched focus of which something was heard since its last call: a write
+    or deletion of any of its snapshots, and also a watch that has just taken effect (or been taken
+    up again after a lost connection). Whoever calls it re-reads what it shows of those foci and
+    compares: the listener says "look again", never "this changed", so nothing that happened while
+    a watch was being set up or the connection was down is missed. ``watch`` and ``unwatch`` may be
+    called from any thread; ``heard`` from one thread at a time.
+    """
+
+    def watch(self, note_ids: Iterable[int]) -> None:
+        """Start hearing of these foci (in effect by a later ``heard``, which reports each)."""
+
+    def unwatch(self, note_ids: Iterable[int]) -> None:
+        """Stop hearing of these foci."""
+
+    def heard(self, timeout_s: float) -> set[int]:
+        """Watched foci heard of since the last call, waiting up to ``timeout_s`` for the first;
+        raises CacheUnavailable while the cache cannot be reached."""
+
+    def close(self) -> None:
+        """Stop hearing anything; releases the connection."""
+
+
+class SnapshotChanges(Protocol):
+    """Where watchers hear of snapshot writes (published by the cache's writes themselves)."""
+
+    def listener(self) -> ChangeListener:
+        """A new listener, watching nothing yet."""
 
 
 class ProgressLog(Protocol):

@@ -57,10 +57,17 @@ class MemoryState:
     progress: dict[str, dict[str, int | str]] = field(default_factory=dict)
     cdc_position: str | None = None
     cdc_heartbeat: tuple[int, int] | None = None  # (written at ms, behind ms)
+    #: who hears of snapshot writes and deletions (storage.memory_changes), called with the focus
+    hearers: list[Callable[[int], None]] = field(default_factory=list)
 
     def check(self) -> None:
         if self.down:
             raise CacheUnavailable("redis unavailable: the in-memory cache is switched off")
+
+    def announce(self, focus: int) -> None:
+        """Tell every hearer that a snapshot of ``focus`` was written or deleted."""
+        for hear in list(self.hearers):
+            hear(focus)
 
     def live(self, entry: tuple[object, int] | None) -> bool:
         return entry is not None and entry[1] > self.clock_ms()

@@ -4,11 +4,13 @@ and edit stamps, all in one :class:`storage.memory.MemoryState`.
 It keeps the Redis cache's promises and passes the same contract suite (tests/contracts): a write is
 accepted only at a generation no older than the focus's (the compare-and-set), and every write or
 delete re-derives ``dep:X`` from what the focus's live snapshots still show, so the reverse index
-always equals the stored snapshots; generations and the edit sequence are hybrid clocks (the next
-number, or the clock in microseconds when that is larger), so they keep increasing after a counter
-is lost. Snapshots expire at the hard TTL and generations a margin later, so a generation outlives
-every snapshot it guards; edit stamps expire at their own TTL and the edit sequence never does. Each
-operation runs under the state's one mutex, as a Lua script runs alone.
+always equals the stored snapshots; every accepted write and every deletion is announced to the
+state's hearers (storage.memory_changes), as the Redis scripts publish it. Generations and the
+edit sequence are hybrid clocks (the next number, or the clock in microseconds when that is
+larger), so they keep increasing after a counter is lost. Snapshots expire at the hard TTL and
+generations a margin later, so a generation outlives every snapshot it guards; edit stamps expire
+at their own TTL and the edit sequence never does. Each operation runs under the state's one mutex,
+as a Lua script runs alone.
 """
 
 from __future__ import annotations
@@ -135,6 +137,7 @@ class MemoryCache:
             self.state.snapshots[key] = (env.encode(), self._until(self.hard_ttl_s * 1000))
             shows[key] = frozenset(env.depends_on)
             self._extend_generation(focus)
+            self.state.announce(focus)
         self._reindex(focus, before | set(env.depends_on))
         return accepted
 
@@ -165,4 +168,5 @@ class MemoryCache:
             for key in [*shows, *(k for k in keys if k.note_id == note_id)]:
                 self.state.snapshots.pop(key, None)
             self._reindex(note_id, set().union(*shows.values()))
+            self.state.announce(note_id)
             return True

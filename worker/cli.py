@@ -81,20 +81,42 @@ def main() -> None:
               help="With --live, today's Doughnut: how deep the wiki links are followed [2].")
 @click.option("--format", "fmt", type=click.Choice(["json", "markdown"]), default="json",
               help="The result JSON (one line), or the markdown text exactly.")
+@click.option("--follow", is_flag=True,
+              help="Keep watching: print the context again each time it changes (Ctrl-C ends).")
 @reports_errors
 def context(note_id: int, live: bool, database_url: str | None, strategy: str | None,
             seed: int | None, token_limit: int | None, token_counter: str | None,
             now: str | None, pretty: bool, viewer: int | None, max_depth: int | None,
-            fmt: str) -> None:
+            fmt: str, follow: bool) -> None:
     """Print the context of NOTE_ID (from its snapshot, or computed with --live)."""
-    from worker.commands import context_bytes
+    from worker.commands import context_bytes, follow_context
 
     for value, hint in ((now, "--now"), (max_depth, "--max-depth")):
         if value is not None and not live:
             raise click.BadParameter("applies to --live only", param_hint=hint)
-    result = context_bytes(note_id, live=live, database_url=database_url, strategy=strategy,
-                           seed=seed, token_limit=token_limit, token_counter=token_counter,
-                           now=now, viewer=viewer, max_depth=max_depth, fmt=fmt)
+    if follow and live:
+        raise click.BadParameter("follows snapshots: not with --live", param_hint="--follow")
+    if follow:
+        with contextlib.suppress(KeyboardInterrupt):
+            for version in follow_context(note_id, database_url=database_url, strategy=strategy,
+                                          seed=seed, token_limit=token_limit, viewer=viewer,
+                                          fmt=fmt):
+                _print_context(version, fmt, pretty)
+                click.echo(f"-- the context of note {note_id} as of {_now_text()}", err=True)
+                sys.stdout.flush()
+        return
+    _print_context(context_bytes(note_id, live=live, database_url=database_url, strategy=strategy,
+                                 seed=seed, token_limit=token_limit, token_counter=token_counter,
+                                 now=now, viewer=viewer, max_depth=max_depth, fmt=fmt), fmt, pretty)
+
+
+def _now_text() -> str:
+    import datetime as dt
+
+    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
+
+
+def _print_context(result: bytes, fmt: str, pretty: bool) -> None:
     if fmt == "markdown":
         sys.stdout.buffer.write(result)
         return

@@ -81,6 +81,28 @@ def context_bytes(note_id: int, *, live: bool, database_url: str | None, strateg
     return _printable(answer.text) if fmt == "markdown" else answer.body
 
 
+def follow_context(note_id: int, *, database_url: str | None, strategy: str | None,
+                   seed: int | None, token_limit: int | None, viewer: int | None,
+                   fmt: str) -> Iterator[bytes]:
+    """What ``graphrag context --follow`` prints: the context through the reader, now and each time
+    its bytes change (:mod:`worker.follow`)."""
+    from worker.follow import follow
+
+    wiring = Wiring(load_settings(database_url=database_url))
+    reader, who = wiring.reader(), None if viewer is None else Viewer(user_id=viewer)
+
+    def read() -> bytes:
+        served = reader.get(note_id, token_limit=token_limit or None, seed=seed, strategy=strategy,
+                            viewer=who, fmt=fmt)
+        return _printable(served.text) if fmt == "markdown" else served.body
+
+    listener = wiring.changes.listener()
+    try:
+        yield from follow(read, listener, note_id)
+    finally:
+        listener.close()
+
+
 def _live_request(settings: Settings, note_id: int, strategy: str, *, seed: int | None,
                   token_limit: int | None, now_ms: int, viewer: Viewer | None,
                   max_depth: int | None) -> Request:

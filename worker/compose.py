@@ -35,6 +35,7 @@ from storage.database import open_engine
 from storage.encodings import load_cl100k
 from storage.profiles import open_source
 from storage.redis.cache import RedisCache
+from storage.redis.changes import RedisChanges
 from storage.redis.client import build_client
 from storage.redis.coordination import RedisCoordination
 from storage.redis.keys import Keys
@@ -111,6 +112,10 @@ class Wiring:
         s = self.settings
         return RedisCache(self.client, prefix=s.redis_prefix, soft_ttl_s=s.soft_ttl_s,
                           hard_ttl_s=s.hard_ttl_s)
+
+    @cached_property
+    def changes(self) -> RedisChanges:
+        return RedisChanges(self.client, self.keys)
 
     @cached_property
     def dirty(self) -> RedisDirtySet:

@@ -22,6 +22,6 @@ MCP_PATH = "/mcp"
 def http_app(server: Server[Any], *, token: str, host: str = "127.0.0.1") -> ASGIApp:
     """Streamable HTTP at ``/mcp`` behind the bearer token. Stateless with JSON responses: every
     request stands alone, so several replicas can share one address."""
-    app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host, stateless_http=True,
+    app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host, stateless_http=False,
                                      json_response=True)
     return BearerGate(app, token=token)

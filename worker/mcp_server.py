@@ -53,10 +53,12 @@ from mcp.shared.exceptions import MCPError
 
 from graphrag import GraphRagError, InvalidParameter
 from graphrag.core.errors import ConfigurationError
+from service.ports import SnapshotChanges
 from worker.compose import Wiring
 from worker.mcp_errors import error_text
 from worker.mcp_http import http_app
 from worker.mcp_source import Answer, ContextSource, ReaderContext
+from worker.mcp_subscriptions import Resources
 from worker.mcp_texts import NOTE_ID_DESCRIPTION, TEXTS_2025, TEXTS_2026, ToolTexts, texts_for
 from worker.refresh import BackgroundRefresher
 from worker.settings import load_settings
@@ -68,6 +70,9 @@ SOURCE_META = "graphrag/source"
 AGE_META = "graphrag/ageSeconds"
 #: why no snapshot was trusted for the answer (the change feed is behind: service.feed)
 REASON_META = "graphrag/reason"
+#: How long a stopping HTTP server waits for open streams (subscriptions never end on their own);
+#: then it cuts them, and their clients listen again elsewhere, as the protocol has them do.
+GRACE_S = 3
 
 
 class _Refused(Exception):
@@ -144,10 +149,12 @@ def _answer_result(answer: Answer) -> types.CallToolResult:
 
 
 def build_server(source: ContextSource,
-                 texts: ToolTexts | Callable[[], ToolTexts] = TEXTS_2025) -> Server[Any]:
+                 texts: ToolTexts | Callable[[], ToolTexts] = TEXTS_2025,
+                 changes: SnapshotChanges | None = None) -> Server[Any]:
     """The MCP server over ``source``; ``texts`` are Doughnut's texts for the database's profile,
     or how to find them (asked at the first listing, so a server may start while the database is
-    down; until it answers, today's texts are listed)."""
+    down; until it answers, today's texts are listed). With ``changes``, each note's context is
+    also a resource agents can read and subscribe to (:mod:`worker.mcp_subscriptions`)."""
     known: list[ToolTexts] = [texts] if isinstance(texts, ToolTexts) else []
 
     def current() -> ToolTexts:
@@ -175,8 +182,17 @@ def build_server(source: ContextSource,
         return await _call(fetch, params.name, params.arguments,
                            await anyio.to_thread.run_sync(current))
 
+    if changes is None:
+        return Server("doughnut-graphrag", version=_version(), on_list_tools=list_tools,
+                      on_call_tool=call_tool)
+    resources = Resources(source, changes)
     return Server("doughnut-graphrag", version=_version(), on_list_tools=list_tools,
-                  on_call_tool=call_tool)
+                  on_call_tool=call_tool, lifespan=resources.running,
+                  on_list_resources=resources.list_resources,
+                  on_list_resource_templates=resources.list_templates,
+                  on_read_resource=resources.read_resource, on_subscribe_resource=resources.subscribe,
+                  on_unsubscribe_resource=resources.unsubscribe,
+                  on_subscriptions_listen=resources.listen)
 
 
 def _version() -> str:
@@ -209,7 +225,8 @@ async def _serve_stdio(server: Server[Any]) -> None:
 # -- the process ---------------------------------------------------------------------------------
 
 
-def _wire(transport: str) -> tuple[ContextSource, Callable[[], ToolTexts], str, Callable[[], None]]:
+def _wire(transport: str) -> tuple[ContextSource, Callable[[], ToolTexts], str, Callable[[], None],
+                                   SnapshotChanges]:
     """The reader as ``graphrag serve`` wires it (stale snapshots refreshed in the background)."""
     settings = load_settings()
     token = settings.reader_token.get_secret_value() if settings.reader_token else ""
@@ -220,7 +237,7 @@ def _wire(transport: str) -> tuple[ContextSource, Callable[[], ToolTexts], str, 
                                     wiring.dirty)
     reader = wiring.reader(on_stale=refresher)
     return (ReaderContext(reader), lambda: texts_for(wiring.strategies()[0]), token,
-            refresher.shutdown)
+            refresher.shutdown, wiring.changes)
 
 
 def _stderr_logging() -> dict[str, Any]:
@@ -244,17 +261,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(stream=sys.stderr, level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        source, texts, token, stop = _wire(args.transport)
+        source, texts, token, stop, changes = _wire(args.transport)
     except GraphRagError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
-    server = build_server(source, texts)
+    server = build_server(source, texts, changes)
     try:
         if args.transport == "stdio":
             anyio.run(_serve_stdio, server)
         else:
             uvicorn.run(http_app(server, token=token, host=args.host), host=args.host, port=args.port,
-                        log_config=_stderr_logging())
+                        log_config=_stderr_logging(), timeout_graceful_shutdown=GRACE_S)
     finally:
         stop()
     return 0

@@ -7,7 +7,8 @@ own and starts a Celery worker and ``graphrag serve`` (:func:`ops.bench.services
 1. **Webhook path**: title edits one after another, each committed and posted as a signed webhook;
    the time from the commit until the watching focus's snapshot shows the new title.
 2. **Change-capture path**: ``graphrag cdc`` started, the same kind of edits committed with no
-   webhook; the same clock.
+   webhook; the same clock. Then the same again with an MCP client subscribed to the watched foci's
+   contexts, timed until its ``notifications/resources/updated`` arrives (:mod:`ops.bench.notify`).
 3. **Sustained rate**: with ``graphrag cdc`` stopped, ``CDC_BURST`` single-row transactions are
    committed; then it is started again and timed until it has stored the server's final log position
    (every transaction read, its events enqueued): the transactions per second of backlog it works
@@ -29,6 +30,7 @@ import httpx
 from ops.bench.binlog import private_binlog_server
 from ops.bench.graph import Graph, open_graph, pages, wiring_for
 from ops.bench.invalidation import edit_latencies, edit_pairs, set_titles
+from ops.bench.notify import notification_latencies
 from ops.bench.plan import EDIT_MARK, WARMUP_EDITS, Bench, BenchError, percentile, rounded, say, wait_for
 from ops.bench.services import process_group, services
 from storage.binlog import current_position
@@ -93,7 +95,7 @@ def _measure(bench: Bench, graph: Graph) -> dict[str, Any]:
     report = wiring_for(bench, graph, "main").rebuild(foci)
     say(f"change capture: {report.count} snapshots of {len(foci)} foci on the private server")
     edits = WARMUP_EDITS + bench.plan.edits
-    pairs = edit_pairs(bench, graph, foci, 2 * edits)
+    pairs = edit_pairs(bench, graph, foci, 3 * edits)
     positions = RedisPositions(bench.client, Keys(bench.prefix("main")))
     with services(bench, graph) as svc, httpx.Client(base_url=svc.base_url, timeout=10) as http, \
             tempfile.TemporaryDirectory(prefix="graphrag-bench-cdc-") as tmp:
@@ -103,13 +105,17 @@ def _measure(bench: Bench, graph: Graph) -> dict[str, Any]:
         with process_group(_cdc_command(), svc.env, log, partial(_follows, log), "graphrag cdc"):
             edit_latencies(bench, graph, svc, pairs[edits:edits + WARMUP_EDITS], http, "cw",
                            webhook=False)
-            cdc = _figures(*edit_latencies(bench, graph, svc, pairs[edits + WARMUP_EDITS:], http, "c",
-                                           webhook=False))
+            cdc = _figures(*edit_latencies(bench, graph, svc, pairs[edits + WARMUP_EDITS:2 * edits],
+                                           http, "c", webhook=False))
+            notified = notification_latencies(bench, graph, svc, pairs[2 * edits:],
+                                              Path(tmp) / "mcp.log")
         committed_s = _commit_burst(bench, graph, [p[0] for p in pairs])  # while cdc is stopped
         again = Path(tmp) / "cdc-again.log"
         with process_group(_cdc_command(), svc.env, again, partial(_follows, again), "graphrag cdc"):
             rate = _catch_up(graph, positions, committed_s)
     say(f"commit → fresh: webhook p50 {webhook['p50_ms']:.0f} / p95 {webhook['p95_ms']:.0f} ms, "
-        f"change capture p50 {cdc['p50_ms']:.0f} / p95 {cdc['p95_ms']:.0f} ms")
-    return {"notes": CDC_NOTES, "webhook": webhook, "cdc": cdc, **rate,
+        f"change capture p50 {cdc['p50_ms']:.0f} / p95 {cdc['p95_ms']:.0f} ms, "
+        f"MCP notification p50 {notified['p50_ms']:.0f} / p95 {notified['p95_ms']:.0f} ms")
+    return {"notes": CDC_NOTES, "webhook": webhook, "cdc": cdc, **rate, "mcp_notification": notified,
+            "notification_p50_ms": notified["p50_ms"], "notification_p95_ms": notified["p95_ms"],
             "fresh_p50_ms": cdc["p50_ms"], "fresh_p95_ms": cdc["p95_ms"]}

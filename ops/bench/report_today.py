@@ -85,4 +85,14 @@ def cdc_lines(r: dict[str, Any]) -> list[str]:
             f"{_fmt(c['p50_ms'])} ms, p95 {_fmt(c['p95_ms'])} ms. Sustained: "
             f"{x['burst_transactions']:,} single-row transactions read and enqueued in "
             f"{_fmt(x['burst_s'])} s ({_fmt(x['transactions_per_s'])} transactions/s; committing "
-            f"them took {_fmt(x['commit_s'])} s).", ""]
+            f"them took {_fmt(x['commit_s'])} s).", *_notification_lines(x), ""]
+
+
+def _notification_lines(x: dict[str, Any]) -> list[str]:
+    n = x.get("mcp_notification")
+    if not n:
+        return []
+    return ["", f"Commit → MCP `notifications/resources/updated` at a subscribed client (change "
+                f"capture, rebuild, publication, the MCP server's re-read): p50 {_fmt(n['p50_ms'])} "
+                f"ms, p95 {_fmt(n['p95_ms'])} ms (target: p95 < 1,000 ms), {n['timeouts']} timeouts "
+                f"of {n['edits']} edits."]

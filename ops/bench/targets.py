@@ -88,6 +88,8 @@ TARGETS = (
            "ms", at("invalidation_rabbitmq.p95_ms")),
     Target("single-edit invalidation p95, Redis Cluster", "invalidation_cluster.p95_ms", "<=", 250,
            "ms", at("invalidation_cluster.p95_ms")),
+    Target("commit → MCP notification p95 (change capture)", "cdc.notification_p95_ms", "<", 1000, "ms",
+           at("cdc.notification_p95_ms")),
     Target("drain speed-up, 2 worker processes over 1", "scale.drain_speedup_2_vs_1", ">=", 1.7, "×",
            at("scale.drain_speedup_2_vs_1")),
     Target("Redis bytes per snapshot (tokenLimit 5000)", "memory.bytes_per_snapshot", "<=", 24 * KB,

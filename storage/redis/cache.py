@@ -283,7 +283,7 @@ class RedisCache:
         arg = -1 if generation is None else generation
         sha = self._delete.sha
         reply = self._execute(
-            lambda p: evalsha(p, sha, script_keys, arg))[0]
+            lambda p: evalsha(p, sha, script_keys, arg, self.keys.changed(note_id)))[0]
         if int(reply[0]) != 1:
             return False
         self._unindex({note_id: _ids(reply[2:])})
@@ -311,7 +311,7 @@ class RedisCache:
             key = self._snapshot_key(env.key)
             evalsha(pipe, self._write.sha, [key, self.keys.generation(focus), self.keys.shows(focus)],
                     env.encode(), env.generation, self.hard_ttl_s * 1000, self.index_ttl_ms,
-                    _id_list(env.depends_on))
+                    _id_list(env.depends_on), self.keys.changed(focus))
         self._queue(pipe, then)
 
     def _index_calls(self, foci_by_shown: Mapping[Any, Collection[int]]) -> list[_Call]:

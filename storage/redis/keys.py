@@ -95,6 +95,11 @@ class Keys:
         """``<prefix>:refresh:{id}``: set while a stale-triggered refresh of the note is queued."""
         return f"{self.prefix}:refresh:{_tag(note_id)}"
 
+    def changed(self, note_id: int) -> str:
+        """``<prefix>:changed:{id}``: the shard channel that hears of every write or deletion of
+        the note's snapshots (published by the CAS scripts, in the note's slot)."""
+        return f"{self.prefix}:changed:{_tag(note_id)}"
+
     def seq(self) -> str:
         """``<prefix>:seq``: the global edit sequence counter."""
         return f"{self.prefix}:seq"

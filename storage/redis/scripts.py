@@ -1,7 +1,9 @@
 """The Lua scripts of the snapshot store (see :mod:`storage.redis.cache` for what they guarantee).
 
 Each script touches the keys of one note only (one hash-tag slot), so it is legal in Redis Cluster;
-except ``INDEX_MANY_LUA``, which only a single Redis is given.
+except ``INDEX_MANY_LUA``, which only a single Redis is given. A write or deletion of a note's
+snapshots also ``SPUBLISH``-es on the note's shard channel (``<prefix>:changed:{id}``, the same slot),
+so whoever watches the note hears of it (:mod:`storage.redis.changes`).
 """
 
 __all__ = [
@@ -29,6 +31,7 @@ if accepted then
   redis.call('HSET', KEYS[3], KEYS[1], ARGV[5])
   redis.call('PEXPIRE', KEYS[3], ARGV[4])
   if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('PEXPIRE', KEYS[2], ARGV[4]) end
+  redis.call('SPUBLISH', ARGV[6], KEYS[1])
 end
 local shown = {}
 for _, ids in ipairs(redis.call('HVALS', KEYS[3])) do add(shown, ids) end
@@ -51,6 +54,7 @@ for i = 1, #fields, 2 do
 end
 for i = 3, #KEYS do redis.call('DEL', KEYS[i]) end
 redis.call('DEL', KEYS[2])
+redis.call('SPUBLISH', ARGV[2], 'deleted')
 return out
 """
 

@@ -26,7 +26,9 @@ from storage.memory import (
     MemoryState,
 )
 from storage.memory_cache import MemoryCache
+from storage.memory_changes import MemoryChanges
 from storage.redis.cache import RedisCache
+from storage.redis.changes import RedisChanges
 from storage.redis.client import build_client, delete_prefix
 from storage.redis.coordination import RedisCoordination
 from storage.redis.keys import Keys
@@ -66,6 +68,10 @@ class CacheBackend:
         """A dirty set with ``shards`` shards on this store."""
         raise NotImplementedError
 
+    def changes(self) -> Any:
+        """Where watchers hear of this store's snapshot writes."""
+        raise NotImplementedError
+
     def lose_generation(self, note_id: int) -> None:
         raise NotImplementedError
 
@@ -99,6 +105,9 @@ class MemoryBackend(CacheBackend):
 
     def heartbeat(self) -> MemoryFeedHeartbeat:
         return MemoryFeedHeartbeat(self.state)
+
+    def changes(self) -> MemoryChanges:
+        return MemoryChanges(self.state)
 
     def dirty_queue(self, shards: int) -> MemoryDirtySet:
         return MemoryDirtySet(self.state, shards=shards)
@@ -147,6 +156,9 @@ class RedisBackend(CacheBackend):
 
     def heartbeat(self) -> RedisFeedHeartbeat:
         return RedisFeedHeartbeat(self.client, self.keys)
+
+    def changes(self) -> RedisChanges:
+        return RedisChanges(self.client, self.keys)
 
     def dirty_queue(self, shards: int) -> RedisDirtySet:
         return RedisDirtySet(self.client, self.keys, shards=shards)

@@ -1,0 +1,159 @@
+"""The MCP server's resource handlers: templates, reads, and subscriptions in both protocol eras.
+
+* 2026-07-28 (the SDK's default): a client lists the URIs it wants in a ``subscriptions/listen``
+  request's ``resourceSubscriptions``; the response is the stream its
+  ``notifications/resources/updated`` arrive on. No server-held session: on HTTP it is stateless like
+  every other request, so any replica can serve it. URIs that cannot be read (malformed, unknown
+  note) are left out of the acknowledgment, which the protocol defines as "not honoured".
+* The handshake era (up to 2025-11-25): ``resources/subscribe`` / ``resources/unsubscribe`` within a
+  session (stdio, or streamable HTTP with ``Mcp-Session-Id``); the notification goes to the session's
+  standing stream. A refused subscription is an error naming the cause.
+
+Either way a subscription first reads the resource, with the rules of a read, and a notification
+is sent only when the resource's bytes changed (:mod:`worker.mcp_watch`). A stream or session that
+ends takes its subscriptions with it; a server restart ends them all, and the protocol has the
+client re-establish them (a new listen, or a new session after HTTP 404) and read again.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ResourceUpdated
+from mcp.shared.exceptions import MCPError
+
+from graphrag import GraphRagError, InvalidParameter, NoteNotFound
+from service.ports import SnapshotChanges
+from worker.mcp_resources import NoteResource, parse_uri, read, templates
+from worker.mcp_source import ContextSource
+from worker.mcp_watch import ResourceWatch
+
+__all__ = ["RESOURCE_NOT_FOUND", "Resources"]
+
+log = logging.getLogger("graphrag.mcp")
+#: The MCP specification's error code for a resource that does not exist.
+RESOURCE_NOT_FOUND = -32002
+#: How long one session may take to accept a notification before it is dropped.
+SEND_S = 5.0
+
+
+def _refusal(err: GraphRagError) -> MCPError:
+    if isinstance(err, NoteNotFound):
+        return MCPError(RESOURCE_NOT_FOUND, f"Resource not found: {err}")
+    if isinstance(err, InvalidParameter):
+        return MCPError(types.INVALID_PARAMS, str(err))
+    return MCPError(types.INTERNAL_ERROR, str(err))
+
+
+def _connection(ctx: ServerRequestContext[Any]) -> object:
+    """What stays the same across one session's requests (the SDK's per-connection object; a
+    request's ``session`` is a new proxy each time)."""
+    return getattr(ctx.session, "_connection", ctx.session)
+
+
+class Resources:
+    """The handlers ``build_server`` registers, over one source and one change listener."""
+
+    def __init__(self, source: ContextSource, changes: SnapshotChanges) -> None:
+        self.source = source
+        self.watch = ResourceWatch(source, changes.listener(), self._updated)
+        self.bus = InMemorySubscriptionBus()
+        self._listen = ListenHandler(self.bus, max_subscriptions=10_000)
+        self._sessions: dict[str, dict[object, Any]] = {}
+
+    @asynccontextmanager
+    async def running(self, _: Any) -> AsyncIterator[dict[str, Any]]:
+        """The server's lifespan: the watch loop runs while the server does."""
+        async with anyio.create_task_group() as group:
+            group.start_soon(self.watch.run)
+            try:
+                yield {}
+            finally:
+                self._listen.close()
+                group.cancel_scope.cancel()
+        self.watch.close()
+
+    # -- reads ----------------------------------------------------------------------------------
+    async def list_resources(self, _: ServerRequestContext[Any],
+                             __: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
+        """No fixed list: every note's context is reached through the templates."""
+        return types.ListResourcesResult(resources=[])
+
+    async def list_templates(self, _: ServerRequestContext[Any], __: types.PaginatedRequestParams
+                             | None) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(resource_templates=templates())
+
+    async def read_resource(self, _: ServerRequestContext[Any],
+                            params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        try:
+            return await anyio.to_thread.run_sync(read, self.source, parse_uri(str(params.uri)))
+        except GraphRagError as err:
+            raise _refusal(err) from err
+
+    # -- subscriptions --------------------------------------------------------------------------
+    async def _add(self, uri: str) -> NoteResource:
+        try:
+            resource = parse_uri(uri)
+            await self.watch.add(resource)
+        except GraphRagError as err:
+            raise _refusal(err) from err
+        return resource
+
+    async def subscribe(self, ctx: ServerRequestContext[Any],
+                        params: types.SubscribeRequestParams) -> types.EmptyResult:
+        resource = await self._add(str(params.uri))
+        sessions = self._sessions.setdefault(resource.uri, {})
+        if _connection(ctx) in sessions:  # subscribed already: one subscription per session
+            self.watch.remove(resource)
+        sessions[_connection(ctx)] = ctx.session
+        return types.EmptyResult()
+
+    async def unsubscribe(self, ctx: ServerRequestContext[Any],
+                          params: types.UnsubscribeRequestParams) -> types.EmptyResult:
+        try:
+            resource = parse_uri(str(params.uri))
+        except GraphRagError as err:
+            raise _refusal(err) from err
+        if self._sessions.get(resource.uri, {}).pop(_connection(ctx), None) is not None:
+            self.watch.remove(resource)
+        return types.EmptyResult()
+
+    async def listen(self, ctx: ServerRequestContext[Any],
+                     params: types.SubscriptionsListenRequestParams
+                     ) -> types.SubscriptionsListenResult:
+        kept: list[NoteResource] = []
+        for uri in params.notifications.resource_subscriptions or ():
+            try:
+                kept.append(await self._add(uri))
+            except MCPError as err:
+                log.info("listen: not honouring %s (%s)", uri, err)
+        wanted = params.notifications.model_copy(
+            update={"resource_subscriptions": [r.uri for r in kept] or None})
+        try:
+            return await self._listen(ctx, params.model_copy(update={"notifications": wanted}))
+        finally:
+            for resource in kept:
+                self.watch.remove(resource)
+
+    async def _updated(self, uri: str) -> None:
+        """Tell every listen stream (through the bus) and every session subscribed to ``uri``."""
+        await self.bus.publish(ResourceUpdated(uri=uri))
+        for key, session in list(self._sessions.get(uri, {}).items()):
+            with anyio.move_on_after(SEND_S) as waited:
+                try:
+                    await session.send_resource_updated(uri)
+                    continue
+                except Exception as err:  # a session that ended: its subscriptions end with it
+                    log.info("dropping a subscription of %s: %s", uri, err)
+            if waited.cancelled_caught:
+                log.info("dropping a subscription of %s: the session stopped reading", uri)
+            self._sessions[uri].pop(key, None)
+            self.watch.remove(parse_uri(uri))
+
