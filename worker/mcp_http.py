@@ -1,8 +1,13 @@
 """The MCP server over streamable HTTP: ``/mcp`` behind the reader's bearer token.
 
-Stateless with JSON responses, so every request stands alone and several replicas can share one
-address. The reader's own gate (:mod:`worker.bearer`) stands in front of the SDK's app with no
-public path: every request, whatever its path, needs ``Bearer <GRAPHRAG_READER_TOKEN>``.
+JSON responses. A client on the current protocol (2026-07-28) sends self-contained requests, so
+several replicas can share one address (its subscriptions too: a ``subscriptions/listen`` stream
+is one request). A handshake-era client (up to 2025-11-25) gets a session (``Mcp-Session-Id``),
+kept in this process, because ``resources/subscribe`` needs one: route those clients to one replica
+(sticky sessions); after a restart their session is unknown (404) and they start a new one.
+
+The reader's own gate (:mod:`worker.bearer`) stands in front of the SDK's app with no public path:
+every request, whatever its path, needs ``Bearer <GRAPHRAG_READER_TOKEN>``.
 """
 
 from __future__ import annotations
@@ -20,8 +25,8 @@ MCP_PATH = "/mcp"
 
 
 def http_app(server: Server[Any], *, token: str, host: str = "127.0.0.1") -> ASGIApp:
-    """Streamable HTTP at ``/mcp`` behind the bearer token. Stateless with JSON responses: every
-    request stands alone, so several replicas can share one address."""
+    """Streamable HTTP at ``/mcp`` behind the bearer token, JSON responses; sessions for
+    handshake-era clients only (module docstring)."""
     app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host, stateless_http=False,
                                      json_response=True)
     return BearerGate(app, token=token)

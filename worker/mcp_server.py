@@ -20,13 +20,16 @@ error: <the HTTP reader's JSON error body>``; anything unexpected is logged and 
 error``. An unknown tool is a protocol error, as the MCP specification asks.
 
 Transports: stdio (stdout carries only protocol messages; every log goes to stderr) and streamable HTTP
-at ``/mcp`` (stateless, JSON responses) behind ``Authorization: Bearer <GRAPHRAG_READER_TOKEN>``,
-compared in constant time: 401 on every path without it. The server is the SDK's low-level ``Server``,
-so its tool list is written out exactly, not derived from Python signatures.
+at ``/mcp`` (JSON responses; sessions for handshake-era clients only) behind
+``Authorization: Bearer <GRAPHRAG_READER_TOKEN>``, compared in constant time: 401 on every path
+without it. The server is the SDK's low-level ``Server``, so its tool list is written out exactly,
+not derived from Python signatures.
 
-This module holds the server itself (arguments, tool list, results, calls) and the ``graphrag mcp``
-process; what the tools read through is :mod:`worker.mcp_source`, the texts agents see
-:mod:`worker.mcp_texts`, and the HTTP transport's gate :mod:`worker.mcp_http`.
+With a change listener, each note's context is also a resource agents read and subscribe to
+(:mod:`worker.mcp_subscriptions`). This module holds the server itself (arguments, tool list,
+results, calls) and the ``graphrag mcp`` process; what the tools read through is
+:mod:`worker.mcp_source`, the texts agents see :mod:`worker.mcp_texts`, and the HTTP transport's
+gate :mod:`worker.mcp_http`.
 """
 
 from __future__ import annotations
