@@ -10,7 +10,7 @@ Two sides (docs/architecture.md):
   rebuild), :class:`Coordination` (expiring locks, flags and claims) and :class:`ProgressLog` (a
   full rebuild's progress).
 * :class:`SnapshotChanges` tells a watcher which watched foci had a snapshot written or deleted
-  (what MCP subscriptions and ``graphrag watch`` re-check).
+  (what MCP subscriptions and ``graphrag context --follow`` re-check).
 * :class:`QueueDepth` reads how many tasks wait on a broker queue (the nightly dispatcher's
   back-pressure), whichever broker carries them (Redis or RabbitMQ).
 
@@ -301,6 +301,9 @@ class ChangeListener(Protocol):
 
     def unwatch(self, note_ids: Iterable[int]) -> None:
         """Stop hearing of these foci."""
+
+    def watching(self) -> set[int]:
+        """The foci watched now."""
 
     def heard(self, timeout_s: float) -> set[int]:
         """Watched foci heard of since the last call, waiting up to ``timeout_s`` for the first;

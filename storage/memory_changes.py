@@ -20,9 +20,11 @@ __all__ = ["MemoryChangeListener", "MemoryChanges"]
 class MemoryChanges:
     def __init__(self, state: MemoryState) -> None:
         self.state = state
+        self.listeners: list[MemoryChangeListener] = []  # every listener it made (for tests)
 
     def listener(self) -> MemoryChangeListener:
-        return MemoryChangeListener(self.state)
+        self.listeners.append(MemoryChangeListener(self.state))
+        return self.listeners[-1]
 
 
 class MemoryChangeListener:
@@ -51,6 +53,10 @@ class MemoryChangeListener:
             gone = {int(i) for i in note_ids}
             self._watched -= gone
             self._heard -= gone
+
+    def watching(self) -> set[int]:
+        with self._ready:
+            return set(self._watched)
 
     def heard(self, timeout_s: float) -> set[int]:
         self.state.check()

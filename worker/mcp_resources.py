@@ -6,8 +6,10 @@ note and limit (``application/json``); ``&format=markdown`` the markdown
 :class:`worker.mcp_source.ContextSource` as the tools, so a resource's bytes are the tool's bytes and
 follow the same rules (cache, stale or live; the same refusals). The URI is parsed strictly: any other
 scheme, path, parameter or a tokenLimit that is not a whole number above 5 is refused with a message
-naming what is wrong, never guessed at. A resource's :func:`digest` is what subscriptions compare to
-tell a change of its bytes from a rebuild that wrote the same ones.
+naming what is wrong, never guessed at, and so is another spelling of a valid URI (parameters in
+another order, ``format=json``, leading zeros): the message gives the one spelling. A resource's
+:func:`digest` is what subscriptions compare to tell a change of its bytes from a rebuild that wrote
+the same ones.
 """
 
 from __future__ import annotations
@@ -80,7 +82,10 @@ def parse_uri(uri: str) -> NoteResource:
         limit, fmt = _query(parts.query)
     except ValueError as err:  # urlsplit/parse_qsl on malformed text
         raise InvalidParameter("uri", f"{uri!r} is malformed: {err}") from err
-    return NoteResource(_whole("noteId", segments[1], -1), limit, fmt)
+    resource = NoteResource(_whole("noteId", segments[1], -1), limit, fmt)
+    if resource.uri != uri:  # one spelling per resource: notifications carry the URI subscribed to
+        raise InvalidParameter("uri", f"{uri!r} is written {resource.uri!r}")
+    return resource
 
 
 def templates() -> list[types.ResourceTemplate]:

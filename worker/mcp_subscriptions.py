@@ -10,15 +10,19 @@
   standing stream. A refused subscription is an error naming the cause.
 
 Either way a subscription first reads the resource, with the rules of a read, and a notification
-is sent only when the resource's bytes changed (:mod:`worker.mcp_watch`). A stream or session that
-ends takes its subscriptions with it; a server restart ends them all, and the protocol has the
-client re-establish them (a new listen, or a new session after HTTP 404) and read again.
+is sent only when the resource's bytes changed (:mod:`worker.mcp_watch`), compared once more after
+the subscription is registered so a change made meanwhile is not lost. A URI is taken only in its
+canonical form (the form the templates produce), so the URIs a client gave are the URIs it is
+notified of. A stream or session that ends takes its subscriptions with it (a session's on the
+SDK's per-connection exit stack: a client that leaves without unsubscribing or whose session
+expires leaves nothing behind); a server restart ends them all, and the protocol has the client
+re-establish them (a new listen, or a new session after HTTP 404) and read again.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -58,6 +62,14 @@ def _connection(ctx: ServerRequestContext[Any]) -> object:
     return getattr(ctx.session, "_connection", ctx.session)
 
 
+def _on_close(ctx: ServerRequestContext[Any], then: Callable[[], None]) -> None:
+    """Run ``then`` when the request's session ends (the SDK's per-connection exit stack): a
+    client that leaves without unsubscribing, or whose session expires, leaves nothing behind."""
+    stack = getattr(_connection(ctx), "exit_stack", None)
+    if stack is not None:
+        stack.callback(then)
+
+
 class Resources:
     """The handlers ``build_server`` registers, over one source and one change listener."""
 
@@ -66,7 +78,8 @@ class Resources:
         self.watch = ResourceWatch(source, changes.listener(), self._updated)
         self.bus = InMemorySubscriptionBus()
         self._listen = ListenHandler(self.bus, max_subscriptions=10_000)
-        self._sessions: dict[str, dict[object, Any]] = {}
+        self._sessions: dict[str, dict[object, Any]] = {}  # uri -> session key -> session
+        self._held: dict[object, set[str]] = {}  # session key -> the uris it subscribed to
 
     @asynccontextmanager
     async def running(self, _: Any) -> AsyncIterator[dict[str, Any]]:
@@ -98,21 +111,26 @@ class Resources:
             raise _refusal(err) from err
 
     # -- subscriptions --------------------------------------------------------------------------
-    async def _add(self, uri: str) -> NoteResource:
+    async def _add(self, uri: str) -> tuple[NoteResource, bytes]:
         try:
             resource = parse_uri(uri)
-            await self.watch.add(resource)
+            return resource, await self.watch.add(resource)
         except GraphRagError as err:
             raise _refusal(err) from err
-        return resource
 
     async def subscribe(self, ctx: ServerRequestContext[Any],
                         params: types.SubscribeRequestParams) -> types.EmptyResult:
-        resource = await self._add(str(params.uri))
-        sessions = self._sessions.setdefault(resource.uri, {})
-        if _connection(ctx) in sessions:  # subscribed already: one subscription per session
+        resource, seen = await self._add(str(params.uri))
+        key, sessions = _connection(ctx), self._sessions.setdefault(resource.uri, {})
+        if key in sessions:  # subscribed already: one subscription per session
             self.watch.remove(resource)
-        sessions[_connection(ctx)] = ctx.session
+        elif key not in self._held:
+            self._held[key] = set()
+            _on_close(ctx, lambda: self._drop_connection(key))
+        sessions[key] = ctx.session
+        self._held[key].add(resource.uri)
+        if await self.watch.confirm(resource, seen):
+            await self._send(resource.uri, key, ctx.session)
         return types.EmptyResult()
 
     async def unsubscribe(self, ctx: ServerRequestContext[Any],
@@ -121,39 +139,60 @@ class Resources:
             resource = parse_uri(str(params.uri))
         except GraphRagError as err:
             raise _refusal(err) from err
-        if self._sessions.get(resource.uri, {}).pop(_connection(ctx), None) is not None:
-            self.watch.remove(resource)
+        self._drop(resource.uri, _connection(ctx))
         return types.EmptyResult()
 
     async def listen(self, ctx: ServerRequestContext[Any],
                      params: types.SubscriptionsListenRequestParams
                      ) -> types.SubscriptionsListenResult:
-        kept: list[NoteResource] = []
-        for uri in params.notifications.resource_subscriptions or ():
-            try:
-                kept.append(await self._add(uri))
-            except MCPError as err:
-                log.info("listen: not honouring %s (%s)", uri, err)
-        wanted = params.notifications.model_copy(
-            update={"resource_subscriptions": [r.uri for r in kept] or None})
+        kept: list[tuple[NoteResource, bytes]] = []
         try:
-            return await self._listen(ctx, params.model_copy(update={"notifications": wanted}))
+            for uri in params.notifications.resource_subscriptions or ():
+                try:
+                    kept.append(await self._add(uri))
+                except MCPError as err:
+                    log.info("listen: not honouring %s (%s)", uri, err)
+            wanted = params.notifications.model_copy(
+                update={"resource_subscriptions": [r.uri for r, _ in kept] or None})
+            async with anyio.create_task_group() as group:
+                # runs once the handler below has joined the bus (before its first await)
+                group.start_soon(self._confirm, kept)
+                result = await self._listen(ctx, params.model_copy(update={"notifications": wanted}))
+            return result
         finally:
-            for resource in kept:
+            for resource, _ in kept:
                 self.watch.remove(resource)
 
+    async def _confirm(self, kept: list[tuple[NoteResource, bytes]]) -> None:
+        for resource, seen in kept:
+            if await self.watch.confirm(resource, seen):
+                await self.bus.publish(ResourceUpdated(uri=resource.uri))
+
     async def _updated(self, uri: str) -> None:
-        """Tell every listen stream (through the bus) and every session subscribed to ``uri``."""
+        """Tell every listen stream (through the bus) and every session subscribed to ``uri``,
+        the sessions side by side (one that stopped reading holds up no other)."""
         await self.bus.publish(ResourceUpdated(uri=uri))
-        for key, session in list(self._sessions.get(uri, {}).items()):
-            with anyio.move_on_after(SEND_S) as waited:
-                try:
-                    await session.send_resource_updated(uri)
-                    continue
-                except Exception as err:  # a session that ended: its subscriptions end with it
-                    log.info("dropping a subscription of %s: %s", uri, err)
-            if waited.cancelled_caught:
-                log.info("dropping a subscription of %s: the session stopped reading", uri)
-            self._sessions[uri].pop(key, None)
+        async with anyio.create_task_group() as group:
+            for key, session in list(self._sessions.get(uri, {}).items()):
+                group.start_soon(self._send, uri, key, session)
+
+    async def _send(self, uri: str, key: object, session: Any) -> None:
+        with anyio.move_on_after(SEND_S):
+            try:
+                await session.send_resource_updated(uri)
+                return
+            except Exception as err:
+                log.info("dropping a subscription of %s: %s", uri, err)
+        self._drop(uri, key)
+
+    def _drop(self, uri: str, key: object) -> None:
+        """End one session's subscription to ``uri`` (if it has one)."""
+        if self._sessions.get(uri, {}).pop(key, None) is not None:
+            self._held.get(key, set()).discard(uri)
             self.watch.remove(parse_uri(uri))
 
+    def _drop_connection(self, key: object) -> None:
+        """A session ended: every subscription it held ends with it."""
+        for uri in list(self._held.pop(key, ())):
+            if self._sessions.get(uri, {}).pop(key, None) is not None:
+                self.watch.remove(parse_uri(uri))

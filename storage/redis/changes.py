@@ -22,6 +22,9 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
+from redis.exceptions import ResponseError
+
+from graphrag.core.errors import CacheUnavailable
 from storage.redis.client import is_cluster, translated
 from storage.redis.keys import Keys
 
@@ -46,14 +49,18 @@ class RedisChangeListener:
     """:class:`service.ports.ChangeListener` on one pub/sub connection (one per node on a Cluster).
 
     ``watch``/``unwatch`` only record the wish; the thread calling ``heard`` sends the
-    ``SSUBSCRIBE``/``SUNSUBSCRIBE`` itself, since a redis-py pub/sub object is not thread-safe."""
+    ``SSUBSCRIBE``/``SUNSUBSCRIBE`` itself, since a redis-py pub/sub object is not thread-safe. The
+    connection is made at the first ``heard``, so a process can start while Redis is down. What was
+    read before an error is kept for the next ``heard``: on a Cluster one node's failure must not
+    lose what the others had already delivered."""
 
     def __init__(self, client: Any, keys: Keys) -> None:
-        self.keys, self._cluster = keys, is_cluster(client)
-        self._pubsub = client.pubsub()
+        self.redis, self.keys, self._cluster = client, keys, is_cluster(client)
+        self._pubsub: Any = None
         self._lock = threading.Lock()
         self._wanted: set[int] = set()
         self._subscribed: set[int] = set()
+        self._pending: set[int] = set()
 
     def watch(self, note_ids: Iterable[int]) -> None:
         with self._lock:
@@ -63,14 +70,27 @@ class RedisChangeListener:
         with self._lock:
             self._wanted.difference_update(int(i) for i in note_ids)
 
+    def watching(self) -> set[int]:
+        with self._lock:
+            return set(self._wanted)
+
     def heard(self, timeout_s: float) -> set[int]:
-        with translated():
-            self._follow_wishes()
-            return self._read(time.monotonic() + max(0.0, timeout_s))
+        try:
+            with translated():
+                if self._pubsub is None:
+                    self._pubsub = self.redis.pubsub()
+                self._follow_wishes()
+                self._read(time.monotonic() + max(0.0, timeout_s))
+        except ResponseError as err:  # e.g. a Redis before 7.0, or an ACL without the channels
+            raise CacheUnavailable(f"cannot listen for snapshot writes: {err}") from err
+        heard, self._pending = self._pending, set()
+        with self._lock:
+            return heard & self._wanted
 
     def close(self) -> None:
-        with translated():
-            self._pubsub.close()
+        if self._pubsub is not None:
+            with translated():
+                self._pubsub.close()
 
     # -- internals ------------------------------------------------------------------------------
     def _follow_wishes(self) -> None:
@@ -82,19 +102,19 @@ class RedisChangeListener:
             self._pubsub.sunsubscribe(*(self.keys.changed(i) for i in sorted(gone)))
         self._subscribed = (self._subscribed | new) - gone
 
-    def _read(self, deadline: float) -> set[int]:
-        """What arrives before ``deadline``: every message waiting once the first one came."""
-        heard: set[int] = set()
+    def _read(self, deadline: float) -> None:
+        """Into ``_pending``, what arrives before ``deadline``: every message waiting once one
+        came (or one was left from a call that failed)."""
         while True:
-            wait_s = 0.0 if heard else max(0.0, deadline - time.monotonic())
+            wait_s = 0.0 if self._pending else max(0.0, deadline - time.monotonic())
             message = self._next(min(wait_s, _SLICE_S))
             if message is None:
-                if heard or time.monotonic() >= deadline:
-                    return heard
+                if self._pending or time.monotonic() >= deadline:
+                    return
                 continue
             note_id = self._note_of(message)
             if note_id is not None:
-                heard.add(note_id)
+                self._pending.add(note_id)
 
     def _next(self, wait_s: float) -> dict[str, Any] | None:
         if not self._subscribed:  # nothing to read: a cluster's reader would return at once
@@ -112,6 +132,4 @@ class RedisChangeListener:
             return None
         channel = message.get("channel") or b""
         found = _NOTE.search(channel.encode() if isinstance(channel, str) else bytes(channel))
-        note_id = int(found.group(1)) if found else None
-        with self._lock:
-            return note_id if note_id in self._wanted else None
+        return int(found.group(1)) if found else None

@@ -52,6 +52,11 @@ class ChangesContract:
         yield listener
         listener.close()
 
+    def test_watching_says_what_is_watched(self, listener: Any) -> None:
+        listener.watch([7, 9])
+        listener.unwatch([9])
+        assert listener.watching() == {7}
+
     def test_a_watch_is_reported_once_it_takes_effect(self, listener: Any) -> None:
         listener.watch([7, 1_000_003])
         assert _settled(listener) == {7, 1_000_003}
@@ -129,6 +134,15 @@ class TestRealRedisChanges(ChangesContract):
             with pytest.raises(CacheUnavailable):
                 listener.heard(0.1)
 
+    def test_an_unwatch_leaves_the_channel(self, backend: Any, listener: Any) -> None:
+        listener.watch([7, 9])
+        _settled(listener)
+        listener.unwatch([7])
+        listener.heard(0.2)
+        counts = backend.client.execute_command(
+            "PUBSUB", "SHARDNUMSUB", backend.keys.changed(7), backend.keys.changed(9))
+        assert [int(n) for n in counts[1::2]] == [0, 1]
+
     def test_a_lost_connection_reports_every_watch_again(self, backend: Any, listener: Any) -> None:
         listener.watch([7, 9])
         _settled(listener)
@@ -147,6 +161,13 @@ class TestRealRedisChanges(ChangesContract):
 @pytest.mark.redis
 class TestClusterChanges(ChangesContract):
     backend_name = "cluster"
+
+    def test_a_listener_is_made_while_the_cluster_is_down(self) -> None:
+        with backend_named("cluster", connected=False) as down:
+            listener = down.changes().listener()  # no connection yet: a process may start
+            listener.watch([7])
+            with pytest.raises(CacheUnavailable):
+                listener.heard(0.1)
 
     def test_foci_on_every_node_are_heard(self, backend: CacheBackend, listener: Any) -> None:
         foci = list(range(100, 130))  # 30 hash tags: every node of the 3-primary cluster

@@ -3,11 +3,12 @@ their reason, and subscriptions in both protocol eras notified exactly when a re
 change (a source whose answers the test edits, and the in-memory change announcements).
 
 The end-to-end proof (real workers, change capture, Redis single and Cluster, HTTP) is
-tests/e2e/test_mcp_subscriptions.py.
+tests/cdc/test_mcp_subscriptions.py.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -41,6 +42,7 @@ class EditableSource:
 
     def __init__(self) -> None:
         self.bodies: dict[tuple[int, int, str], bytes] = {}
+        self.slow: dict[int, float] = {}  # note -> seconds each read of it takes
 
     def graph(self, note_id: int, token_limit: int) -> Said:
         return self._said(note_id, token_limit, "json")
@@ -49,6 +51,8 @@ class EditableSource:
         return self._said(note_id, token_limit, "markdown")
 
     def _said(self, note_id: int, token_limit: int, fmt: str) -> Said:
+        if note_id in self.slow:
+            time.sleep(self.slow[note_id])
         body = self.bodies.get((note_id, token_limit, fmt))
         if body is None:
             raise NoteNotFound(note_id)
@@ -76,7 +80,6 @@ def _run(scenario: Callable[[], Awaitable[None]]) -> None:
 def test_a_uri_names_note_limit_and_format() -> None:
     assert parse_uri(URI) == NoteResource(5, 100, "json")
     assert parse_uri(MD_URI) == NoteResource(5, 100, "markdown")
-    assert parse_uri("doughnut://notes/5/context?format=json&tokenLimit=100").uri == URI
     assert NoteResource(5, 100, "markdown").uri == MD_URI
 
 
@@ -92,6 +95,11 @@ def test_a_uri_names_note_limit_and_format() -> None:
     ("doughnut://notes/5/context?tokenLimit=100&format=html", "format"),
     ("doughnut://notes/5/context?tokenLimit=100&seed=3", "uri"),
     ("doughnut://notes/5/context?tokenLimit=100&tokenLimit=200", "uri"),
+    # another spelling of a valid URI: refused, naming the one spelling
+    ("doughnut://notes/5/context?format=json&tokenLimit=100", URI),
+    ("doughnut://notes/5/context?tokenLimit=0100", URI),
+    ("doughnut://notes/05/context?tokenLimit=100", URI),
+    ("doughnut://notes/5/context?format=markdown&tokenLimit=100", MD_URI),
 ])
 def test_a_malformed_uri_is_refused_naming_what_is_wrong(uri: str, named: str) -> None:
     with pytest.raises(InvalidParameter) as refused:
@@ -204,5 +212,71 @@ def test_a_deleted_note_is_a_change_reported_once(world: tuple[EditableSource, M
             state.announce(5)
             with anyio.move_on_after(1.0):
                 raise AssertionError(f"notified twice: {await stream.__anext__()}")
+
+    _run(scenario)
+
+
+def test_a_change_while_a_listen_is_set_up_reaches_it(
+    world: tuple[EditableSource, MemoryState]
+) -> None:
+    source, state = world
+    source.slow[6] = 1.0
+    server = build_server(source, changes=MemoryChanges(state))
+    other = "doughnut://notes/6/context?tokenLimit=100"
+
+    async def edit_during_the_second_read() -> None:
+        await anyio.sleep(0.4)
+        source.bodies[(5, 100, "json")] = b'{"v": 2}'
+        state.announce(5)
+
+    async def scenario() -> None:
+        async with Client(server, cache=None) as client, anyio.create_task_group() as group:
+            group.start_soon(edit_during_the_second_read)
+            async with client.listen(resource_subscriptions=[URI, other]) as stream:
+                with anyio.fail_after(5):
+                    assert (await stream.__anext__()).uri == URI  # type: ignore[union-attr]
+
+    _run(scenario)
+
+
+def test_a_listen_given_up_while_it_is_set_up_leaves_nothing_watched(
+    world: tuple[EditableSource, MemoryState]
+) -> None:
+    source, state = world
+    source.slow[6] = 0.5
+    changes = MemoryChanges(state)
+    server = build_server(source, changes=changes)
+
+    async def scenario() -> None:
+        async with Client(server, cache=None) as client:
+            with anyio.move_on_after(0.3):
+                async with client.listen(resource_subscriptions=[
+                        URI, "doughnut://notes/6/context?tokenLimit=100",
+                        "doughnut://notes/6/context?tokenLimit=200"]):
+                    raise AssertionError("the listen should still be setting up")
+            await anyio.sleep(1.5)
+            assert changes.listeners[0].watching() == set()
+
+    _run(scenario)
+
+
+@pytest.mark.filterwarnings("ignore:resources/.*subscribe is removed")
+def test_a_session_that_ends_without_unsubscribing_leaves_nothing_watched(
+    world: tuple[EditableSource, MemoryState]
+) -> None:
+    source, state = world
+    changes = MemoryChanges(state)
+    server = build_server(source, changes=changes)
+
+    async def scenario() -> None:
+        async with Client(server, mode="legacy", cache=None) as client:
+            await client.session.subscribe_resource(URI)
+            await client.session.subscribe_resource(URI)  # once per session, however often asked
+            await client.session.subscribe_resource("doughnut://notes/6/context?tokenLimit=100")
+            assert changes.listeners[0].watching() == {5, 6}
+            await client.session.unsubscribe_resource(URI)
+            assert changes.listeners[0].watching() == {6}
+        await anyio.sleep(0.2)
+        assert changes.listeners[0].watching() == set()
 
     _run(scenario)
