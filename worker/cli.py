@@ -89,7 +89,7 @@ def context(note_id: int, live: bool, database_url: str | None, strategy: str | 
             now: str | None, pretty: bool, viewer: int | None, max_depth: int | None,
             fmt: str, follow: bool) -> None:
     """Print the context of NOTE_ID (from its snapshot, or computed with --live)."""
-    from worker.commands import context_bytes, follow_context
+    from worker.commands import context_bytes
 
     for value, hint in ((now, "--now"), (max_depth, "--max-depth")):
         if value is not None and not live:
@@ -97,17 +97,29 @@ def context(note_id: int, live: bool, database_url: str | None, strategy: str | 
     if follow and live:
         raise click.BadParameter("follows snapshots: not with --live", param_hint="--follow")
     if follow:
-        with contextlib.suppress(KeyboardInterrupt):
-            for version in follow_context(note_id, database_url=database_url, strategy=strategy,
-                                          seed=seed, token_limit=token_limit, viewer=viewer,
-                                          fmt=fmt):
-                _print_context(version, fmt, pretty)
-                click.echo(f"-- the context of note {note_id} as of {_now_text()}", err=True)
-                sys.stdout.flush()
+        _follow(note_id, database_url=database_url, strategy=strategy, seed=seed,
+                token_limit=token_limit, viewer=viewer, fmt=fmt, pretty=pretty)
         return
     _print_context(context_bytes(note_id, live=live, database_url=database_url, strategy=strategy,
                                  seed=seed, token_limit=token_limit, token_counter=token_counter,
                                  now=now, viewer=viewer, max_depth=max_depth, fmt=fmt), fmt, pretty)
+
+
+def _follow(note_id: int, *, pretty: bool, **ask: Any) -> None:
+    """Print each version until SIGINT or SIGTERM; the signal only sets a flag the loop checks
+    between its waits (half a second), so it never lands in the middle of a read or a print."""
+    import signal
+    import threading
+
+    from worker.commands import follow_context
+
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    for version in follow_context(note_id, until=stop.is_set, **ask):
+        _print_context(version, ask["fmt"], pretty)
+        click.echo(f"-- the context of note {note_id} as of {_now_text()}", err=True)
+        sys.stdout.flush()
 
 
 def _now_text() -> str:

@@ -7,7 +7,7 @@ import random
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import click
 import orjson
@@ -83,7 +83,7 @@ def context_bytes(note_id: int, *, live: bool, database_url: str | None, strateg
 
 def follow_context(note_id: int, *, database_url: str | None, strategy: str | None,
                    seed: int | None, token_limit: int | None, viewer: int | None,
-                   fmt: str) -> Iterator[bytes]:
+                   fmt: str, until: Callable[[], bool]) -> Iterator[bytes]:
     """What ``graphrag context --follow`` prints: the context through the reader, now and each time
     its bytes change (:mod:`worker.follow`)."""
     from worker.follow import follow
@@ -98,7 +98,7 @@ def follow_context(note_id: int, *, database_url: str | None, strategy: str | No
 
     listener = wiring.changes.listener()
     try:
-        yield from follow(read, listener, note_id)
+        yield from follow(read, listener, note_id, until=until)
     finally:
         listener.close()
 
