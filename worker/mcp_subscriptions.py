@@ -193,6 +193,6 @@ class Resources:
 
     def _drop_connection(self, key: object) -> None:
         """A session ended: every subscription it held ends with it."""
-        for uri in list(self._held.pop(key, ())):
-            if self._sessions.get(uri, {}).pop(key, None) is not None:
-                self.watch.remove(parse_uri(uri))
+        for uri in list(self._held.get(key, ())):
+            self._drop(uri, key)
+        self._held.pop(key, None)

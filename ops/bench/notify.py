@@ -27,7 +27,7 @@ from mcp.client.streamable_http import streamable_http_client
 from ops.bench.graph import Graph
 from ops.bench.invalidation import set_titles
 from ops.bench.plan import EDIT_MARK, Bench, percentile, rounded
-from ops.bench.services import Services, process_group
+from ops.bench.services import Services, free_port, process_group
 
 __all__ = ["notification_latencies"]
 
@@ -39,12 +39,6 @@ def _uri(focus: int) -> str:
     return f"doughnut://notes/{focus}/context?tokenLimit={LIMIT}"
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def _listening(port: int) -> bool:
     with socket.socket() as probe:
         return probe.connect_ex(("127.0.0.1", port)) == 0
@@ -53,7 +47,7 @@ def _listening(port: int) -> bool:
 def notification_latencies(bench: Bench, graph: Graph, svc: Services,
                            pairs: Sequence[tuple[int, int]], log: Path) -> dict[str, Any]:
     """ms from each commit to its notification (p50, p95, samples, timeouts)."""
-    port = _free_port()
+    port = free_port()
     command = [sys.executable, "-c", "from worker.cli import main; main()", "mcp", "--transport",
                "http", "--port", str(port)]
     env = {**svc.env, "GRAPHRAG_READER_TOKEN": svc.token}

@@ -33,8 +33,8 @@ from ops.bench.plan import MAX_TOKEN_LIMIT, ROOT, Bench, BenchError, say, wait_f
 from storage.redis import probe
 
 __all__ = [
-    "BROKER_DBS", "Services", "broker_idle", "claimed_broker", "credentials", "process_group",
-    "says_ready", "service_env", "services", "stop_group", "worker_command",
+    "BROKER_DBS", "Services", "broker_idle", "claimed_broker", "credentials", "free_port",
+    "process_group", "says_ready", "service_env", "services", "stop_group", "worker_command",
 ]
 
 BROKER_DBS = range(15, 7, -1)
@@ -150,7 +150,8 @@ def credentials() -> tuple[str, str]:
     return f"bench-{uuid.uuid4().hex}", "whsec_" + base64.b64encode(os.urandom(24)).decode()
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A loopback port nothing listens on now."""
     with socket.socket() as probe_socket:
         probe_socket.bind(("127.0.0.1", 0))
         return int(probe_socket.getsockname()[1])
@@ -200,7 +201,7 @@ def services(bench: Bench, graph: Graph, amqp_url: str | None = None) -> Iterato
     port, both on the graph's database and the run's ``<base>:main`` snapshots; the broker is a
     Redis database, or a RabbitMQ vhost when ``amqp_url`` is given."""
     token, secret = credentials()
-    port = _free_port()
+    port = free_port()
     base_url = f"http://127.0.0.1:{port}"
     broker = (rabbitmq_broker(amqp_url) if amqp_url
               else redis_broker(bench.broker_redis_url or bench.redis_url))
