@@ -28,7 +28,7 @@ from graphrag.wiki.focus.trace import Trace
 from graphrag.wiki.model import Viewer
 from service.envelope import Envelope, SnapshotKey, key_limit
 
-__all__ = ["FORMATS", "Answer", "Ask", "envelope_body", "outcome_body", "parse_ask"]
+__all__ = ["FORMATS", "Answer", "Ask", "envelope_body", "outcome_body", "parse_ask", "ready"]
 
 FORMATS = ("json", "markdown")
 Format = Literal["json", "markdown"]
@@ -138,8 +138,13 @@ def envelope_body(envelope: Envelope, ask: Ask) -> Answer:
     return _tree_markdown(json, ask.strategy) if ask.fmt == "markdown" else Answer(json)
 
 
+def ready(envelope: Envelope, ask: Ask) -> bool:
+    """Whether a trace snapshot answers ``ask`` with its stored result, not a replay of its trace."""
+    return ask.fmt == "json" and ask.token_limit == envelope.result_limit
+
+
 def _traced_body(envelope: Envelope, ask: Ask) -> Answer:
-    if ask.fmt == "json" and ask.token_limit == envelope.result_limit:
+    if ready(envelope, ask):
         return Answer(envelope.result_json)
     assert envelope.trace is not None
     return outcome_body(replay(Trace.from_json(envelope.trace), ask.token_limit), ask)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import repeat
 from typing import Any
 
 import orjson
@@ -33,6 +34,7 @@ from graphrag.core import strategy as registry
 from graphrag.core.errors import InvalidParameter
 from graphrag.tree.render import loads as loads_json
 from graphrag.wiki.focus.strategy import WikiOutcome
+from service.packing import PackedTrace, is_packed, pack, unpack
 
 __all__ = ["SCHEMA", "Envelope", "Fact", "SnapshotKey", "decode_envelope", "is_fresh", "key_limit"]
 
@@ -61,7 +63,7 @@ class SnapshotKey:
     token_limit: int | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Envelope:
     """One stored snapshot. JSON names (camelCase) are the documented layout a Java reader parses.
 
@@ -89,15 +91,41 @@ class Envelope:
     #: to ``max_token_limit`` is replayed from, and the tokenLimit ``result`` was cut at
     trace_json: bytes | None = field(default=None, repr=False)
     result_limit: int | None = None
+    #: a packed value's trace, still compressed (service.packing); ``trace_json`` is then None
+    packed: PackedTrace | None = field(default=None, repr=False)
+
+    @property
+    def traced(self) -> bool:
+        """Whether it carries a trace (without inflating a packed one)."""
+        return self.trace_json is not None or self.packed is not None
+
+    @cached_property
+    def trace_bytes(self) -> bytes | None:
+        """The trace's JSON bytes, inflated the first time they are needed; None when there is no
+        trace, or a packed one that does not inflate to the bytes its header names."""
+        return self.packed.inflate() if self.packed is not None else self.trace_json
 
     @cached_property
     def trace(self) -> dict[str, Any] | None:
         """The parsed trace, parsed the first time it is needed (a read at the stored tokenLimit
         by the owner never is)."""
-        if self.trace_json is None:
+        if self.trace_bytes is None:
             return None
-        parsed: dict[str, Any] = loads_json(self.trace_json)
+        parsed: dict[str, Any] = loads_json(self.trace_bytes)
         return parsed
+
+    def __eq__(self, other: object) -> bool:
+        """Equal members, a packed trace compared by its inflated bytes."""
+        if not isinstance(other, Envelope):
+            return NotImplemented
+        return self._members() == other._members()
+
+    __hash__ = object.__hash__
+
+    def _members(self) -> tuple[Any, ...]:
+        fields = self.__dataclass_fields__
+        return (*(getattr(self, f) for f in fields if f not in ("trace_json", "packed")),
+                self.trace_bytes)
 
     @cached_property
     def result(self) -> dict[str, Any]:
@@ -135,14 +163,19 @@ class Envelope:
             "relatedTokens": list(self.related_tokens), "dependsOn": list(self.depends_on),
             "configHash": self.config_hash, "resultCrc32": zlib.crc32(self.result_json),
         }
-        if self.trace_json is not None:
-            out |= {"resultTokenLimit": self.result_limit, "traceCrc32": zlib.crc32(self.trace_json),
-                    "trace": orjson.Fragment(self.trace_json)}
+        if self.trace_bytes is not None:
+            out |= {"resultTokenLimit": self.result_limit, "traceCrc32": zlib.crc32(self.trace_bytes),
+                    "trace": orjson.Fragment(self.trace_bytes)}
         return out
 
     def encode(self) -> bytes:
-        """The stored bytes (orjson), with the result's exact bytes embedded as they are."""
-        return orjson.dumps(self._header() | {"result": orjson.Fragment(self.result_json)})
+        """The stored bytes: orjson with the result's exact bytes embedded as they are; a trace
+        snapshot packed (service.packing)."""
+        header = self._header()
+        if self.trace_bytes is not None:
+            del header["trace"]
+            return pack(header, self.result_json, self.trace_bytes)
+        return orjson.dumps(header | {"result": orjson.Fragment(self.result_json)})
 
     @classmethod
     def of(
@@ -180,7 +213,7 @@ def is_fresh(envelope: Envelope, now_ms: int, *, soft_ttl_s: int, config_hash: s
 
 
 _INT_FIELDS = ("noteId", "generation", "computedAt", "asOf", "maxTokenLimit", "focusTokens")
-_INT_ONLY = frozenset({int})
+_INT_ONLY, _STR_ONLY = frozenset({int}), frozenset({str})
 def _ints(values: Any) -> bool:
     """Whether ``values`` is a list of plain ints (bools excluded); one C-level pass."""
     return isinstance(values, list) and set(map(type, values)) <= _INT_ONLY
@@ -190,7 +223,9 @@ def _facts(values: Any) -> bool:
     """Whether ``values`` is a list of note ids, or of wiki facts (``kind:...`` strings)."""
     if _ints(values):
         return True
-    return isinstance(values, list) and all(type(v) is str and ":" in v for v in values)
+    if not isinstance(values, list) or not set(map(type, values)) <= _STR_ONLY:
+        return False
+    return all(map(str.__contains__, values, repeat(":")))  # (C-level passes: on every hit)
 
 
 def _traced(obj: dict[str, Any]) -> bool:
@@ -295,17 +330,36 @@ def decode_envelope(data: bytes | str | None) -> Envelope | None:
     if data is None:
         return None
     try:
-        checked = _checked(data.encode() if isinstance(data, str) else data)
+        raw = data.encode() if isinstance(data, str) else data
     except UnicodeEncodeError:
         return None
+    return _unpacked(raw) if is_packed(raw) else _plain(raw)
+
+
+def _unpacked(raw: bytes) -> Envelope | None:
+    """A packed trace snapshot: its result inflated and checked, its trace left packed."""
+    unpacked = unpack(raw)
+    if unpacked is None or not _valid_header(unpacked[0]):
+        return None
+    header, result_json, packed = unpacked
+    return _envelope(header, result_json, None, packed)
+
+
+def _plain(raw: bytes) -> Envelope | None:
+    checked = _checked(raw)
     if checked is None:
         return None
     obj, trace_json, result_json = checked
+    return _envelope(obj, result_json, trace_json, None)
+
+
+def _envelope(obj: dict[str, Any], result_json: bytes, trace_json: bytes | None,
+              packed: PackedTrace | None) -> Envelope:
     return Envelope(
         note_id=obj["noteId"], seed=obj["seed"], strategy=obj["strategy"],
         generation=obj["generation"], computed_at_ms=obj["computedAt"], as_of_ms=obj["asOf"],
         max_token_limit=obj["maxTokenLimit"], focus_tokens=obj["focusTokens"],
         related_tokens=tuple(obj["relatedTokens"]), depends_on=tuple(obj["dependsOn"]),
         config_hash=obj["configHash"], result_json=result_json, trace_json=trace_json,
-        result_limit=obj.get("resultTokenLimit"),
+        result_limit=obj.get("resultTokenLimit"), packed=packed,
     )

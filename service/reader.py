@@ -35,7 +35,15 @@ from graphrag import (
 )
 from graphrag.core.errors import CacheUnavailable, Unavailable
 from graphrag.wiki.model import Viewer
-from service.answers import Answer, Ask, envelope_body, outcome_body, parse_ask, trace_viewer
+from service.answers import (
+    Answer,
+    Ask,
+    envelope_body,
+    outcome_body,
+    parse_ask,
+    ready,
+    trace_viewer,
+)
 from service.context import ContextService
 from service.envelope import Envelope, decode_envelope, is_fresh
 from service.metrics import ReaderMetrics
@@ -225,7 +233,8 @@ class SnapshotReader:
         if envelope.strategy != ask.strategy or envelope.max_token_limit < ask.token_limit:
             return None
         if ask.traced:
-            return envelope if envelope.trace_json is not None else None
+            usable = ready(envelope, ask) or envelope.trace_bytes is not None
+            return envelope if envelope.traced and usable else None
         if ask.token_limit < envelope.max_token_limit and not envelope.sliceable:
             return None
         return envelope

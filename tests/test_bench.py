@@ -48,7 +48,13 @@ def test_percentile_of_nothing_is_nan_and_sizes_are_named() -> None:
 
 
 #: figures newer than the committed runs (their sections exist there, these keys not yet)
-NEWER = frozenset({"reader.feed_bound_ratio_p50"})
+#: targets a committed run may predate (the full run is older than the quick one)
+NEWER = frozenset({
+    "reader.feed_bound_ratio_p50", "rebuild.full_speedup.wavefront", "rebuild.full_speedup.layered",
+    "rebuild.full_speedup.focus-context", "rebuild.full_rows_per_snapshot",
+    "memory.focus_context_bytes_per_snapshot", "today.reads.hit_ratio_p50",
+    "today.reads.other_limit_ratio_p50",
+})
 
 
 def test_the_report_renders_every_target_from_the_committed_results() -> None:
@@ -78,3 +84,15 @@ def test_the_profile_shows_the_in_place_split_when_the_run_has_one() -> None:
     assert "A wavefront rebuild of 1,900 notes timed in place" in markdown
     for row in ("| sql | 1.00 | 25% |", "| rest | 2.00 | 50% |", "| all | 4.00 | 100% |"):
         assert row in markdown
+
+
+def test_an_absolute_figure_is_shown_for_information_never_as_a_miss() -> None:
+    results = orjson.loads((RESULTS / "latest.json").read_bytes())
+    results["rebuild"]["snapshots_per_s"] = 1.0  # far below the old 1,000/s bound
+    line = next(row for row in render_markdown(results).splitlines()
+                if "`rebuild.snapshots_per_s`" in row)
+    assert "for information" in line and "miss" not in line
+    results["memory"]["focus_context_bytes_per_snapshot"] = 47_059.0  # a ratio target still judges
+    line = next(row for row in render_markdown(results).splitlines()
+                if "`memory.focus_context_bytes_per_snapshot`" in row)
+    assert "**miss**" in line

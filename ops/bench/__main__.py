@@ -83,6 +83,12 @@ def _scaling(bench: Bench, graph: Graph, foci: list[int], results: dict[str, Any
                                          ["batched"])
 
 
+def _today(bench: Bench, graph: Graph, foci: list[int], results: dict[str, Any]) -> None:
+    results["today"] = today_section(bench)
+    results.setdefault("memory", {})["focus_context_bytes_per_snapshot"] = (
+        results["today"]["memory"]["bytes_per_snapshot"])
+
+
 Section = Callable[[Bench, Graph, list[int], dict[str, Any]], None]
 #: name -> (what it runs, the sections it reads the results or snapshots of), in running order.
 SECTIONS: dict[str, tuple[Section, tuple[str, ...]]] = {
@@ -96,7 +102,7 @@ SECTIONS: dict[str, tuple[Section, tuple[str, ...]]] = {
     "cluster": (_cluster, ("rebuild",)),
     "cdc": (lambda b, g, f, r: r.update(cdc=cdc_section(b)), ()),
     "scale": (lambda b, g, f, r: r.update(scale=scale_section(b, g)), ()),
-    "today": (lambda b, g, f, r: r.update(today=today_section(b)), ()),
+    "today": (_today, ()),
     "scaling": (_scaling, ("rebuild",)),
 }
 

@@ -36,6 +36,8 @@ def fmt(value: Any, unit: str = "") -> str:
 def verdict(target: Target, value: float | None) -> tuple[str, str]:
     if value is None or not math.isfinite(value):
         return "n/a", "not measured in this run"
+    if target.informational:
+        return "for information", "an absolute figure of this machine: not held against the run"
     factor = target.factor(value)
     if target.met(value):
         return "pass", f"{1 / factor:.2f}× headroom" if factor > 0 else "pass"

@@ -31,8 +31,20 @@ def today_lines(r: dict[str, Any]) -> list[str]:
             f"snapshots/s, {_fmt(b['sql_per_snapshot'])} SQL per snapshot. Redis: "
             f"{_fmt(m['bytes_per_snapshot'])} B per snapshot with its trace (every tokenLimit up to "
             f"the maximum answerable from it), {_fmt(m['all_bytes_per_snapshot'])} B with the fact "
-            f"index; the reverse index (`dep:*`) is {m['dep_index_share'] * 100:.1f}%.", "",
-            *_user_lines(x.get("users") or {})]
+            f"index; the reverse index (`dep:*`) is {m['dep_index_share'] * 100:.1f}%. The snapshot is "
+            f"stored packed: a JSON header line, then one zlib stream of the result and the trace.", "",
+            *_read_lines(x.get("reads") or {}), *_user_lines(x.get("users") or {})]
+
+
+def _read_lines(reads: dict[str, Any]) -> list[str]:
+    """The owner's reads in process: the stored result, a replay, a bare client's read."""
+    if not reads:
+        return []
+    return [f"Reads in process ({reads['reads']:,} of each): a hit at tokenLimit 2000 (the stored "
+            f"result, inflated) p50 {_fmt(reads['hit_p50_us'])} µs; at tokenLimit "
+            f"{reads['other_limit']} (replayed from the trace) {_fmt(reads['other_limit_p50_us'])} µs; "
+            f"a bare GET + header + inflate + parse of the result {_fmt(reads['raw_get_p50_us'])} µs.",
+            ""]
 
 
 def _user_lines(users: dict[str, Any]) -> list[str]:

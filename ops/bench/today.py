@@ -9,8 +9,13 @@ holds the generator's row count:
   snapshot per seed variant: seedless plus each configured seed), against the lazy baseline, one
   focus per batch and one id per ``IN`` (``Doughnut2026(engine, in_chunk=1)``): statements per
   context batched and one at a time;
-* *memory*: ``MEMORY USAGE`` of what the rebuild wrote: bytes per snapshot (with its trace), and
-  the reverse index's share (``dep:{fact}`` keys against snapshots, ``shows`` and ``gen``);
+* *memory*: ``MEMORY USAGE`` of what the rebuild wrote: bytes per snapshot (with its trace, packed:
+  service.packing), and the reverse index's share (``dep:{fact}`` keys against snapshots, ``shows``
+  and ``gen``);
+* *reads*: in-process reader hits on the rebuilt snapshots at the default tokenLimit (the stored
+  result) and at another (:data:`OTHER_LIMIT`, replayed from the trace), next to a bare client's
+  ``GET`` + decode of the same keys (:func:`storage.redis.probe.packed_latencies_us`), in
+  alternating blocks in a fresh shuffled order, as the wavefront reader figure is measured;
 * *users*: a subscriber of one of the rebuilt notebooks and a member of the circle owning another
   read their rebuilt notes through the reader as themselves (Doughnut's own paths): the share served
   from the owner's snapshot once proven the same (service.viewers), and the latency, p50 and p95.
@@ -29,6 +34,7 @@ from graphrag.wiki.view import WikiView
 from ops.bench.graph import pages
 from ops.bench.memory import KINDS
 from ops.bench.plan import PAGE, Bench, percentile, ratio, say
+from ops.bench.reader import time_reader
 from ops.bench.rebuild import figures
 from ops.generate_wiki import load
 from service.carry import Carry
@@ -44,14 +50,18 @@ from storage.database import (
 )
 from storage.profiles import admin_2026, open_source
 from storage.profiles.doughnut_2026 import Doughnut2026
-from storage.redis.probe import memory_by_kind
+from storage.redis.keys import Keys
+from storage.redis.probe import memory_by_kind, packed_latencies_us
 from worker.compose import Wiring, wall_ms
 from worker.settings import load_settings
 
 __all__ = ["ensure_wiki_database", "today_section"]
 
 STRATEGY, TOKEN_LIMIT = "focus-context", 2_000
+#: the tokenLimit of the replayed reads (any other than the stored result's)
+OTHER_LIMIT = 1_000
 USER_READS = 300
+READ_ROUNDS = 5
 
 
 def _matches(url: str, size: int) -> bool:
@@ -123,6 +133,26 @@ def _memory(bench: Bench, name: str) -> dict[str, Any]:
             "by_kind": {k: {"keys": n, "bytes": b} for k, (n, b) in kinds.items()}}
 
 
+def _reads(bench: Bench, wiring: Wiring, foci: Sequence[int]) -> dict[str, Any]:
+    """Hits at the default and at another tokenLimit against a bare read (module docstring)."""
+    reader, keys = wiring.reader(), Keys(wiring.settings.redis_prefix)
+    rng, order = random.Random(bench.seed + 3), list(foci)
+    hits: list[float] = []
+    others: list[float] = []
+    raws: list[float] = []
+    for _ in range(READ_ROUNDS):
+        rng.shuffle(order)
+        hits += time_reader(lambda f: reader.get(f, token_limit=TOKEN_LIMIT), order)
+        others += time_reader(lambda f: reader.get(f, token_limit=OTHER_LIMIT), order)
+        raws += packed_latencies_us(bench.client, [keys.snapshot(f, STRATEGY, None) for f in order])
+    hit, other, raw = (percentile(xs, .5) for xs in (hits, others, raws))
+    say(f"today's Doughnut reads: hit p50 {hit:.0f} µs at tokenLimit {TOKEN_LIMIT}, {other:.0f} µs "
+        f"at {OTHER_LIMIT} (replayed), a bare GET + decode {raw:.0f} µs")
+    return {"hit_p50_us": hit, "other_limit_p50_us": other, "raw_get_p50_us": raw,
+            "hit_ratio_p50": ratio(hit, raw), "other_limit_ratio_p50": ratio(other, hit),
+            "other_limit": OTHER_LIMIT, "reads": len(hits)}
+
+
 def _notebooks(wiring: Wiring, foci: Sequence[int]) -> dict[int, int]:
     """Focus -> its notebook (foci without one left out)."""
     view = WikiView()
@@ -180,7 +210,8 @@ def _measure(bench: Bench, url: str, engine: Database) -> dict[str, Any]:
            "live_notes": len(live), "rebuild": batched, "baseline": baseline,
            "sql_per_context_batched": ratio(batched["sql_statements"], batched["notes"]),
            "sql_per_context_one_at_a_time": ratio(baseline["sql_statements"], baseline["notes"]),
-           "memory": _memory(bench, "today"), "users": _users(wiring, engine, foci)}
+           "memory": _memory(bench, "today"), "reads": _reads(bench, wiring, foci),
+           "users": _users(wiring, engine, foci)}
     say(f"today's Doughnut: live p50 {out['live_p50_ms']:.1f} ms, p95 {out['live_p95_ms']:.1f} ms; "
         f"rebuild {batched['snapshots_per_s']:.0f} snapshots/s; SQL per context "
         f"{out['sql_per_context_batched']:.2f} batched vs {out['sql_per_context_one_at_a_time']:.1f}; "

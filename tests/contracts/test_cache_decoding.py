@@ -8,13 +8,14 @@ both the soft TTL and the running configuration.
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import replace
 from typing import Any
 
 import orjson
 import pytest
 
-from service.envelope import decode_envelope, is_fresh
+from service.envelope import Envelope, SnapshotKey, decode_envelope, is_fresh
 from tests.contracts.backends import SOFT_TTL_S
 from tests.contracts.cache_contract import CacheContract, envelope, wf, write
 from tests.redis.readers import snapshot_of
@@ -53,14 +54,52 @@ class DecodingContract(CacheContract):
                     {**good, "relatedTokens": [1, 2, 3]}):
             assert decode_envelope(orjson.dumps(bad)) is None
 
-    def test_a_trace_is_kept_as_checked_bytes_and_parsed_only_when_asked(self, store: Any) -> None:
-        trace = {"format": 1, "focusId": 1, "notes": {"2": {"title": "a \\uD83D cut"}}}
-        env = replace(envelope(1, 0, []), strategy="focus-context", seed=None, result_limit=2000,
-                      trace_json=orjson.dumps(trace))
+    def test_a_trace_is_kept_packed_and_inflated_only_when_asked(self, store: Any) -> None:
+        env = _traced()
         data = env.encode()
+        _, _, stream = data.partition(b"\n")
+        assert zlib.decompress(stream) == env.result_json + env.trace_bytes  # type: ignore[operator]
         got = decode_envelope(data)
-        assert got == env and "trace" not in got.__dict__  # not parsed by decoding
-        assert got.trace == trace and got.to_json()["trace"] == trace
+        assert got is not None and got.packed is not None and got.trace_json is None
+        assert "trace_bytes" not in got.__dict__  # the trace was not inflated by decoding
+        assert got == env and got.trace == orjson.loads(env.trace_bytes or b"")
+        assert got.to_json()["trace"] == got.trace
+
+    def test_a_header_of_any_length_is_found(self, store: Any) -> None:
+        many = tuple(f"links:{i}" for i in range(2_000))  # a hub's facts: a header of tens of KB
+        env = replace(_traced(), depends_on=many)
+        assert len(env.encode().partition(b"\n")[0]) > 20_000
+        assert decode_envelope(env.encode()) == env
+        self.backend.plant(SnapshotKey(1, "focus-context", None), env.encode())
+        assert decode_envelope(store.read(SnapshotKey(1, "focus-context", None))) == env
+
+    def test_a_packed_value_is_checked_against_its_header(self, store: Any) -> None:
+        env = _traced()
+        header, _, stream = env.encode().partition(b"\n")
+        fields = orjson.loads(header)
+
+        def packed(**changes: Any) -> bytes:
+            return orjson.dumps(fields | changes) + b"\n" + stream
+        bad = [
+            packed(resultCrc32=fields["resultCrc32"] ^ 1), packed(resultBytes=fields["resultBytes"] + 1),
+            packed(packing="brotli"), packed(traceCrc32=None), packed(resultTokenLimit=None),
+            packed(schema=2), header + b"\n" + stream[:8], header + b"\n" + b"not zlib",
+            b"{" + b"\n" + stream, header[:-1] + b"\n" + stream,
+        ]
+        assert [d for d in bad if decode_envelope(d) is not None] == []
+        # the trace is checked when it is inflated (the header's checksum, the stream's own at its
+        # end): a bad one is no trace, while the result still reads
+        for data in (packed(traceCrc32=fields["traceCrc32"] ^ 1), header + b"\n" + stream[:-4]):
+            odd = decode_envelope(data)
+            assert odd is not None and odd.traced and odd.trace_bytes is None and odd.trace is None
+            assert odd.result_json == env.result_json
+
+    def test_a_trace_in_the_json_layout_is_still_read(self, store: Any) -> None:
+        env = _traced()
+        trace = orjson.loads(env.trace_bytes or b"")
+        data = orjson.dumps(env.to_json())  # as written before packing
+        got = decode_envelope(data)
+        assert got is not None and got.trace_json is not None and got == env
         header = {k: v for k, v in env.to_json().items() if k not in ("trace", "result")}
         bad = [
             data.replace(b'"title":"a', b'"title":"b'),  # a trace its checksum does not match
@@ -93,6 +132,12 @@ class DecodingContract(CacheContract):
         assert not is_fresh(env, NOW_MS + SOFT_TTL_S * 1000, soft_ttl_s=store.soft_ttl_s,
                             config_hash="abc")
         assert not is_fresh(env, NOW_MS, soft_ttl_s=store.soft_ttl_s, config_hash="other")
+
+
+def _traced() -> Envelope:
+    trace = {"format": 1, "focusId": 1, "notes": {"2": {"title": "a \\uD83D cut"}}}
+    return replace(envelope(1, 0, []), strategy="focus-context", seed=None, result_limit=2000,
+                   trace_json=orjson.dumps(trace))
 
 
 class TestMemoryCache(DecodingContract):

@@ -56,6 +56,7 @@ def related(
         ("\ude00low", b'"\\uDE00low"'),
         ("\ud83d\ude00", b'"\xf0\x9f\x98\x80"'),  # a pair held as two code points is one character
         ("\\u0041", b'"\\\\u0041"'),
+        ("\\u001a\x1a", b'"\\\\u001a\\u001A"'),  # text that looks like an escape stays as it is
         ("\u2028", '"\u2028"'.encode()),
     ],
 )
@@ -66,6 +67,22 @@ def test_strings_are_escaped_as_jackson_does(text: str, expected: bytes) -> None
 @given(st.text(st.characters(codec="utf-8") | st.just("\ud83d")))
 def test_json_strings_parse_back_to_the_text(text: str) -> None:
     assert json.loads(json_string(text)) == text
+
+
+def _jackson(char: str) -> str:
+    """One character as Jackson writes it (after surrogate pairs are joined)."""
+    short = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
+    if char in short:
+        return short[char]
+    return f"\\u{ord(char):04X}" if ord(char) < 0x20 or 0xD800 <= ord(char) < 0xE000 else char
+
+
+@given(st.text(st.sampled_from(["\\", "u", "0", "1", "a", "F", "\x1a", "\x00", '"', "\n", "é", "\ud83d",
+                                "\ude00", "\U0001F369", "\u2028", "\x7f"])))
+def test_json_strings_are_written_character_by_character_as_jackson_does(text: str) -> None:
+    joined = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+    expected = '"' + "".join(map(_jackson, joined)) + '"'
+    assert json_string(text) == expected.encode("utf-8", "surrogatepass")
 
 
 def test_dates_are_utc_instants_with_milliseconds_and_z() -> None:
@@ -318,3 +335,40 @@ def test_the_worked_example_gives_the_documented_json() -> None:
         ],
     }
     assert result_json(result_of(graph, functional)) == orjson.dumps(expected)
+
+
+_TEXTS = st.lists(st.sampled_from(["a", "\\", "u00", "1f", "\x1f", "\x00", '"', "\n", "é", "\ud83d",
+                                   "\ude00", "\U0001F369"]), max_size=8).map("".join)
+
+
+def _member_by_member(result: FocusContextResult) -> bytes:
+    """The body written one member at a time with :func:`json_string` (what Jackson writes)."""
+    def obj(pairs: list[tuple[str, object]]) -> bytes:
+        def value(v: object) -> bytes:
+            if isinstance(v, str):
+                return json_string(v)
+            if isinstance(v, bool | int):
+                return json.dumps(v).encode()
+            return b"[" + b",".join(json_string(x) for x in v) + b"]"  # type: ignore[attr-defined]
+        return b"{" + b",".join(f'"{k}":'.encode() + value(v) for k, v in pairs if v is not None) + b"}"
+    f = result.focus_note
+    head = obj([("notebook", f.notebook), ("title", f.title), ("folderPath", f.folder_path),
+                ("depth", f.depth), ("outgoingLinks", f.outgoing_links),
+                ("inboundReferences", f.inbound_references), ("sampleSiblings", f.sample_siblings),
+                ("createdAt", "2026-05-04T10:15:17.000Z"), ("content", f.content),
+                ("contentTruncated", f.content_truncated)])
+    notes = [obj([("notebook", n.notebook), ("title", n.title), ("folderPath", n.folder_path),
+                  ("depth", n.depth), ("retrievalPath", n.retrieval_path),
+                  ("createdAt", "2026-05-04T10:15:17.000Z"), ("content", n.content),
+                  ("contentTruncated", n.content_truncated)]) for n in result.related_notes]
+    return b'{"focusNote":' + head + b',"relatedNotes":[' + b",".join(notes) + b"]}"
+
+
+@given(_TEXTS, st.none() | _TEXTS, st.lists(st.tuples(_TEXTS, st.none() | _TEXTS, _TEXTS), max_size=4))
+def test_a_body_is_written_in_one_call_or_member_by_member_to_the_same_bytes(
+    title: str, content: str | None, notes: list[tuple[str, str | None, str]]
+) -> None:
+    head = FocusNoteOut(None, title, "A / B", 0, (title,), (), (content or "",), MAY_4, content, True)
+    related_notes = tuple(RelatedNoteOut("NB", t, "", 2, (p, t), MAY_4, c, False) for t, c, p in notes)
+    result = FocusContextResult(head, related_notes)
+    assert result_json(result) == _member_by_member(result)

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 import pytest
 
 from graphrag import CharsCounter, Request, StrategyParams
@@ -317,3 +318,35 @@ def test_a_cut_through_an_emoji_is_stored_and_served_as_doughnut_writes_it(wiki:
     env = decode_envelope(wiki.cache.read(SnapshotKey(focus, STRATEGY, None)))
     assert env is not None and decode_envelope(env.encode()) == env
     assert b"\\uD83C" in env.result_json  # the stored cut, too
+
+
+def test_a_packed_trace_that_does_not_inflate_is_computed_live_and_its_result_still_served(
+    wiki: Wiki,
+) -> None:
+    """The default read never inflates the trace; a read that needs it finds it broken (its
+    checksum does not match) and computes live instead of replaying garbage, writing back a
+    snapshot that serves the next reads."""
+    focus, key = wiki.foci()[0], SnapshotKey(wiki.foci()[0], STRATEGY, None)
+    raw = wiki.cache.read(key)
+    assert raw is not None
+    header, _, stream = raw.partition(b"\n")
+    fields = orjson.loads(header)
+    broken = orjson.dumps(fields | {"traceCrc32": fields["traceCrc32"] ^ 1}) + b"\n" + stream
+    wiki.state.snapshots[key] = (broken, wiki.state.snapshots[key][1])
+    reader = wiki.reader()
+    served = reader.get(focus, token_limit=2000)
+    assert (served.source, served.body) == ("cache", wiki.live(focus, 2000).to_json())
+    md = reader.get(focus, token_limit=2000, fmt="markdown")
+    assert (md.source, md.body) == ("live", wiki.live(focus, 2000).markdown_json())
+    assert wiki.cache.read(key) != broken  # written back whole
+    for limit in (5, 1999, MAX_LIMIT):
+        served = reader.get(focus, token_limit=limit)
+        assert (served.source, served.body) == ("cache", wiki.live(focus, limit).to_json())
+
+
+def test_a_snapshot_is_stored_packed_in_a_fraction_of_its_json(wiki: Wiki) -> None:
+    for focus in wiki.foci()[:10]:
+        raw = wiki.cache.read(SnapshotKey(focus, STRATEGY, None))
+        env = decode_envelope(raw)
+        assert raw is not None and env is not None and env.trace_bytes is not None
+        assert b"\n" in raw and len(raw) < len(orjson.dumps(env.to_json())) / 2

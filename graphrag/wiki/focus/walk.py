@@ -14,8 +14,9 @@ live members that some budget may claim (so any claimed subset still leaves ``ca
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
 
-from graphrag.wiki.approx_tokens import estimate_tokens, truncate_tokens
+from graphrag.wiki.approx_tokens import estimate_tokens, truncate_tokens, utf16_length
 from graphrag.wiki.focus.trace import group_key
 from graphrag.wiki.focus.types import FocusContextParams, FocusRequest
 from graphrag.wiki.model import (
@@ -29,7 +30,21 @@ from graphrag.wiki.model import (
 )
 from graphrag.wiki.view import WikiView
 
-__all__ = ["Walk"]
+__all__ = ["Walk", "related_body"]
+
+#: how many (content, cap) cuts :func:`related_body` remembers (a rebuild pass sees a note in tens of
+#: traces, mostly of its neighbours; each entry holds the cut body, at most the related cap)
+RELATED_BODIES = 16_384
+
+
+@lru_cache(maxsize=RELATED_BODIES)
+def related_body(content: str | None, cap: int) -> tuple[str | None, bool, int]:
+    """A related note's body cut to ``cap`` tokens, whether that shortened it, and its cost
+    ``max(1, estimate(cut body))``: a function of the text alone, so remembered by it (never
+    stale, whatever was edited since; the cut and the estimates walk the text char by char)."""
+    body = truncate_tokens(content, cap)
+    shortened = body is not None and content is not None and utf16_length(body) < utf16_length(content)
+    return body, shortened, max(1, estimate_tokens(body))
 
 Path = tuple[int, ...]
 
@@ -86,8 +101,8 @@ class Walk:
     def cost(self, note_id: int) -> int:
         """``max(1, estimate(body cut to the related cap))``."""
         if note_id not in self._costs:
-            body = truncate_tokens(self.row(note_id).content, self.params.related_content_cap)
-            self._costs[note_id] = max(1, estimate_tokens(body))
+            self._costs[note_id] = related_body(self.row(note_id).content,
+                                                self.params.related_content_cap)[2]
         return self._costs[note_id]
 
     # -- needs (never raise) ----------------------------------------------------------------------
