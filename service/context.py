@@ -24,7 +24,9 @@ from graphrag import (
     get_strategy,
     run_batch,
 )
+from graphrag.tree.preload import preload_rounds as tree_preload
 from graphrag.wiki.focus.strategy import WikiWorkspace
+from graphrag.wiki.preload import preload_rounds as wiki_preload
 from graphrag.wiki.view import WikiView
 from service.ports import NoteSource
 
@@ -74,6 +76,15 @@ class ContextService:
         with self.store.batch() as load:
             results = run_batch(jobs, view, lambda need: load(view, need))
         return Computed(view, results)
+
+    def preload(self, costing: Any, note_ids: Sequence[int]) -> None:
+        """Load into ``costing``'s view what computing ``note_ids`` reads of those notes
+        themselves, in IN statements over all of them (graphrag.tree.preload,
+        graphrag.wiki.preload): a full rebuild's piece, each row decoded once for the piece."""
+        view = costing.view
+        rounds = (wiki_preload if self.store.model == "wiki" else tree_preload)(view, note_ids)
+        with self.store.batch() as load:
+            run_batch({0: rounds}, view, lambda need: load(view, need))
 
     def compute(self, request: Request, strategy: str) -> Any:
         """One focus note; raises its error (e.g. NoteNotFound) instead of returning it."""

@@ -24,7 +24,7 @@ against all of them).
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -34,12 +34,14 @@ from service.envelope import Envelope, Fact, SnapshotKey
 __all__ = [
     "ChangeListener",
     "Coordination",
+    "Cursor",
     "DirtyQueue",
     "FeedBeat",
     "FeedHeartbeat",
     "Lease",
     "Loader",
     "NoteSource",
+    "Piece",
     "PositionStore",
     "ProgressLog",
     "QueueDepth",
@@ -51,6 +53,24 @@ __all__ = [
 
 #: Loads one round's need into a view (a batch's connection stays open between rounds).
 Loader = Callable[[Any, Any], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Piece:
+    """Live notes a full rebuild computes with one workspace: ``ids`` ascending, all of notebook
+    ``notebook`` (None: in no notebook)."""
+
+    notebook: int | None
+    ids: list[int]
+
+    @property
+    def cursor(self) -> tuple[int | None, int]:
+        """Where the pieces after this one start: (its notebook, its last id)."""
+        return self.notebook, self.ids[-1]
+
+
+#: (notebook or None, last id) of the piece handed out last; None before the first
+Cursor = tuple[int | None, int] | None
 
 
 class NoteSource(Protocol):
@@ -78,6 +98,12 @@ class NoteSource(Protocol):
 
     def count_live(self) -> int:
         """How many live notes exist."""
+
+    def workspaces(self, max_notes: int, *, after: Cursor = None) -> Iterator[Piece]:
+        """Every live note once, in the pieces a full rebuild computes with one workspace each:
+        a notebook's live notes by ascending id (notebooks by ascending id), cut into runs of
+        ``max_notes`` when it has more, then the notes in no notebook the same way; ``after``
+        (the cursor of a piece already handed out) continues after it (service.full_rebuild)."""
 
     def any_note(self) -> bool:
         """Whether any note row exists, deleted ones included."""

@@ -140,7 +140,7 @@ def rebuild(
     strategies: Sequence[str], seeds: Sequence[int], max_token_limit: int,
     layered_limits: Sequence[int] = (2500, 5000), now_ms: int, batch_size: int = BATCH_SIZE,
     epoch_size: int = EPOCH_SIZE, progress: Callable[[int], None] | None = None,
-    carry: Carry | None = None,
+    carry: Carry | None = None, preload: bool = False,
 ) -> RebuildReport:
     """Compute and CAS-write every configured snapshot of ``note_ids`` (see the module docstring).
 
@@ -149,7 +149,9 @@ def rebuild(
     ``now_ms`` is both the recency clock of the computation and the envelopes' ``computedAt``.
     ``progress`` is called with the number of foci finished after each batch. ``carry`` hands
     loaded data from epoch to epoch while no edit is recorded (service.carry); give one that
-    outlives the call to carry it on into the next call too. Database and Redis
+    outlives the call to carry it on into the next call too. ``preload`` loads each epoch's own
+    notes into its workspace first, over the whole epoch (after step 1, so under the same
+    ``seq``): the full rebuild's pieces (service.full_rebuild). Database and Redis
     unavailability propagate (``DatabaseUnavailable``, ``CacheUnavailable``); a per-note error is
     recorded in the report and the rest of the batch carries on.
     """
@@ -159,7 +161,7 @@ def rebuild(
                  hashes)
     tally, carry = _Tally(), carry or Carry()
     for epoch in _batches(note_ids, max(epoch_size, batch_size)):
-        _rebuild_epoch(service, store, plan, epoch, batch_size, tally, progress, carry)
+        _rebuild_epoch(service, store, plan, epoch, batch_size, tally, progress, carry, preload)
     return RebuildReport(tally.count, tally.errors, time.perf_counter() - started, tally.rejected,
                          frozenset(tally.deleted), frozenset(tally.requeue), tally.foci)
 
@@ -177,12 +179,14 @@ def _batches(note_ids: Iterable[int], size: int) -> Iterable[list[int]]:
 
 def _rebuild_epoch(
     service: ContextService, store: SnapshotCache, plan: _Plan, epoch: list[int], batch_size: int,
-    tally: _Tally, progress: Callable[[int], None] | None, carry: Carry,
+    tally: _Tally, progress: Callable[[int], None] | None, carry: Carry, preload: bool = False,
 ) -> None:
     valid = [f for f in epoch if _valid_id(f, tally)]
     epoch_start = _Start(store.generations(valid), store.current_seq())  # before any SQL
     costing = carry.workspace(service, seq=epoch_start.seq, foci=len(valid))
     try:
+        if preload:
+            service.preload(costing, valid)
         for batch in _batches(valid, batch_size):
             _rebuild_batch(service, costing, store, plan, batch, epoch_start, tally)
             if progress is not None:

@@ -216,10 +216,12 @@ def statement_kind(statement: str) -> str:
 
 @dataclass
 class KindTally:
-    """Statements of one kind and the seconds spent in ``execute`` for them (rows included)."""
+    """Statements of one kind, the seconds spent in ``execute`` for them and the rows they returned
+    (each decoded by the driver)."""
 
     statements: int = 0
     seconds: float = 0.0
+    rows: int = 0
 
 
 @dataclass
@@ -228,12 +230,15 @@ class StatementTally:
 
     statements: int = 0
     seconds: float = 0.0
+    rows: int = 0
     by_kind: dict[str, KindTally] = field(default_factory=dict)
 
-    def add(self, statement: str, seconds: float) -> None:
+    def add(self, statement: str, seconds: float, rows: int = 0) -> None:
         kind = self.by_kind.setdefault(statement_kind(statement), KindTally())
         kind.statements, kind.seconds = kind.statements + 1, kind.seconds + seconds
-        self.statements, self.seconds = self.statements + 1, self.seconds + seconds
+        kind.rows += rows
+        self.statements, self.seconds, self.rows = self.statements + 1, self.seconds + seconds, (
+            self.rows + rows)
 
 
 @contextmanager
@@ -245,8 +250,9 @@ def counted_statements(engine: Database) -> Iterator[StatementTally]:
     def before(*_: Any) -> None:
         started[0] = time.perf_counter()
 
-    def after(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
-        tally.add(statement, time.perf_counter() - started[0])
+    def after(_conn: Any, cursor: Any, statement: str, *_: Any) -> None:
+        rows = cursor.rowcount if statement.lstrip().upper().startswith(("SELECT", "WITH")) else 0
+        tally.add(statement, time.perf_counter() - started[0], max(rows, 0))
 
     event.listen(engine, "before_cursor_execute", before)
     event.listen(engine, "after_cursor_execute", after)

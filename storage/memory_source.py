@@ -13,8 +13,9 @@ from contextlib import contextmanager
 
 from graphrag import GraphView, Need, Ref, Row, Skeleton
 from graphrag.core.errors import DatabaseUnavailable
-from service.ports import Loader
+from service.ports import Cursor, Loader, Piece
 from storage.database import epoch_ms
+from storage.pieces import by_notebook
 from storage.records import TreeNote
 
 __all__ = ["MemoryTree"]
@@ -113,6 +114,11 @@ class MemoryTree:
     def live_ids_after(self, after_id: int, limit: int) -> list[int]:
         self._check()
         return sorted(i for i, n in self.notes.items() if i > after_id and n.deleted_at is None)[:limit]
+
+    def workspaces(self, max_notes: int, *, after: Cursor = None) -> Iterator[Piece]:
+        self._check()
+        live = [(n.id, n.notebook_id) for n in self.notes.values() if n.deleted_at is None]
+        return by_notebook(live, max_notes, after)
 
     def count_live(self) -> int:
         self._check()

@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from graphrag.core.errors import DatabaseUnavailable
 from graphrag.wiki.model import Access, Folder, Notebook, Viewer, WikiNeed, WikiNote, sample_key
 from graphrag.wiki.view import WikiView
-from service.ports import Loader, TokenOwner
+from service.ports import Cursor, Loader, Piece, TokenOwner
+from storage.pieces import by_notebook
 
 __all__ = ["MemoryWiki"]
 
@@ -195,6 +196,11 @@ class MemoryWiki:
     def live_ids_after(self, after_id: int, limit: int) -> list[int]:
         self._check()
         return sorted(i for i, n in self.notes.items() if i > after_id and not n.deleted)[:limit]
+
+    def workspaces(self, max_notes: int, *, after: Cursor = None) -> Iterator[Piece]:
+        self._check()
+        return by_notebook(((i, n.notebook_id) for i, n in self.notes.items() if not n.deleted),
+                           max_notes, after)
 
     def count_live(self) -> int:
         self._check()

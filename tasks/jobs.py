@@ -13,21 +13,24 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from celery import shared_task
 
 from graphrag.core.errors import CacheUnavailable, DatabaseUnavailable
-from service.dispatch import dispatch_pages
+from service.dispatch import dispatch_pieces
 from service.drain import drain_session, requeue
 from service.events import record_events
 from service.note_event import NoteEvent
 from service.ports import Lease
-from service.rebuild import start_full_rebuild
+from service.rebuild import RebuildReport, start_full_rebuild
 from tasks.runtime import Runtime, current
 
-__all__ = ["drain", "nightly_dispatch", "process_events", "rebuild_batch", "schedule_drain", "sweep"]
+__all__ = [
+    "drain", "nightly_dispatch", "process_events", "rebuild_batch", "rebuild_piece", "schedule_drain",
+    "sweep",
+]
 
 log = logging.getLogger("graphrag.tasks")
 DELIVERY: dict[str, Any] = {
@@ -138,8 +141,11 @@ def sweep() -> int:
 
 
 @shared_task(name="graphrag.nightly_dispatch", **DELIVERY)
-def nightly_dispatch(run_id: str | None = None, after_id: int = 0) -> int:
-    """Page live note ids by key and enqueue rebuild batches, with back-pressure on ``bulk``."""
+def nightly_dispatch(run_id: str | None = None, after_id: int = 0,
+                     cursor: list[int | None] | None = None) -> int:
+    """Hand out the database's pieces as ``rebuild_piece`` tasks, from ``cursor`` (the last
+    piece's notebook and last id), with back-pressure on ``bulk`` (service.dispatch).
+    ``after_id`` is kept for a message queued by an older version (it starts over)."""
     rt = current()
     if run_id is None:
         run_id = uuid.uuid4().hex
@@ -148,22 +154,35 @@ def nightly_dispatch(run_id: str | None = None, after_id: int = 0) -> int:
         # page of it uses a carried workspace, and no computation that read before it overwrites
         # what its pages write (service.rebuild).
         start_full_rebuild(rt.snapshots)
-    step = dispatch_pages(
-        rt.notes, rt.progress, run_id=run_id, after_id=after_id, pages=rt.pages_per_dispatch,
-        page_size=rt.rebuild_page, backlog=rt.bulk_backlog, max_backlog=rt.max_bulk_backlog,
-        enqueue=lambda ids: rebuild_batch.apply_async((run_id, ids)), now_ms=rt.clock_ms,
+    after = None if cursor is None else (cursor[0], int(cursor[1] or 0))
+    step = dispatch_pieces(
+        rt.notes, rt.progress, run_id=run_id, after=after, pieces=rt.pages_per_dispatch,
+        max_notes=rt.rebuild_piece_notes, backlog=rt.bulk_backlog, max_backlog=rt.max_bulk_backlog,
+        enqueue=lambda ids: rebuild_piece.apply_async((run_id, ids)), now_ms=rt.clock_ms,
     )
     if step.state != "finished":
         delay = 2 if step.state == "waiting" else None
-        nightly_dispatch.apply_async((run_id, step.after_id), countdown=delay)
+        nightly_dispatch.apply_async((run_id, step.after_id, step.cursor), countdown=delay)
     return step.after_id
+
+
+@shared_task(name="graphrag.rebuild_piece", **DELIVERY)
+def rebuild_piece(run_id: str, note_ids: list[int]) -> int:
+    """Rebuild one piece of a full rebuild (one workspace, its notes loaded first) and record its
+    progress."""
+    return _rebuilt(run_id, note_ids, current().rebuild_piece)
 
 
 @shared_task(name="graphrag.rebuild_batch", **DELIVERY)
 def rebuild_batch(run_id: str, note_ids: list[int]) -> int:
-    """Rebuild one batch of a full rebuild and record its progress."""
+    """Rebuild one page of ids of a full rebuild (a message queued before pieces existed)."""
+    return _rebuilt(run_id, note_ids, current().rebuild)
+
+
+def _rebuilt(run_id: str, note_ids: list[int],
+             how: Callable[[list[int]], RebuildReport]) -> int:
     rt = current()
-    report = rt.rebuild(note_ids)
+    report = how(note_ids)
     rt.progress.done(run_id, len(note_ids), errors=len(report.errors), now_ms=rt.clock_ms())
     requeue(rt.dirty, report.requeue, now_ms=rt.clock_ms())
     if report.requeue:

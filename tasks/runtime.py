@@ -26,6 +26,8 @@ class Runtime:
     coordination: Coordination
     progress: ProgressLog
     rebuild: Callable[[Iterable[int]], RebuildReport]
+    #: a full rebuild's piece: its own notes loaded over the whole piece first (service.full_rebuild)
+    rebuild_piece: Callable[[list[int]], RebuildReport]
     clock_ms: Callable[[], int]
     bulk_backlog: Callable[[], int]
     sibling_radius: int = 4
@@ -37,8 +39,10 @@ class Runtime:
     drain_lock_ttl_ms: int = 15_000
     max_bulk_backlog: int = 20
     pages_per_dispatch: int = 50
-    #: Note ids per nightly ``rebuild_batch`` task: one rebuild epoch (its batches share loaded data).
+    #: Note ids per drain epoch (its batches share loaded data).
     rebuild_page: int = 500
+    #: Notes of one full-rebuild piece at most (one ``rebuild_piece`` task, one workspace).
+    rebuild_piece_notes: int = 5_000
     #: Whether the broker delays a message by less than a second (Redis: yes; RabbitMQ's native
     #: delayed delivery counts whole seconds, so a shorter wait happens inside the task).
     subsecond_countdowns: bool = True

@@ -44,7 +44,8 @@ def create_celery(settings: Settings, *, redis_client: Any = None) -> Celery:
         task_default_queue="realtime", task_time_limit=limit,
         task_soft_time_limit=limit - min(30, limit // 5),
         task_routes={"graphrag.nightly_dispatch": {"queue": "bulk"},
-                     "graphrag.rebuild_batch": {"queue": "bulk"}},
+                     "graphrag.rebuild_batch": {"queue": "bulk"},
+                     "graphrag.rebuild_piece": {"queue": "bulk"}},
         task_serializer="json", accept_content=["json"], task_ignore_result=True,
         broker_connection_timeout=2, broker_connection_retry_on_startup=True,
         timezone="UTC", enable_utc=True,
@@ -83,11 +84,12 @@ def build_runtime(settings: Settings, celery: Celery, *, redis_client: Any = Non
     return Runtime(
         notes=wiring.source, snapshots=wiring.cache, dirty=wiring.dirty,
         coordination=wiring.coordination, progress=wiring.progress(),
-        rebuild=partial(wiring.rebuild, carry=wiring.carry()), clock_ms=wall_ms,
+        rebuild=partial(wiring.rebuild, carry=wiring.carry()), rebuild_piece=wiring.rebuild_piece,
+        clock_ms=wall_ms,
         bulk_backlog=lambda: queue_size(celery, "bulk"),
         sibling_radius=sibling_radius(wiring.strategies()),
         debounce_ms=settings.debounce_ms, max_bulk_backlog=settings.max_bulk_backlog,
-        rebuild_page=settings.rebuild_page,
+        rebuild_page=settings.rebuild_page, rebuild_piece_notes=settings.rebuild_piece_notes,
         subsecond_countdowns=not is_amqp(settings.broker_url),
     )
 

@@ -20,7 +20,6 @@ from service.answers import outcome_body, parse_ask
 from service.audit import audit
 from service.context import ContextService, require_model
 from service.drain import requeue
-from service.ports import NoteSource
 from service.rebuild import start_full_rebuild
 from storage.database import epoch_ms, open_engine
 from worker.compose import Wiring, wall_ms
@@ -133,7 +132,6 @@ def rebuild_here(database_url: str | None, note_ids: tuple[int, ...], everything
     wiring.cache.ping()
     if everything:  # as the nightly run: read afresh, and not overwritten by older reads
         start_full_rebuild(wiring.cache)
-    ids = _all_live_ids(wiring.source) if everything else iter(note_ids)
     total = wiring.source.count_live() if everything else len(note_ids)
     progress = wiring.progress("manual")
     run_id = uuid.uuid4().hex
@@ -146,7 +144,11 @@ def rebuild_here(database_url: str | None, note_ids: tuple[int, ...], everything
         progress.done(run_id, count, errors=0, now_ms=wall_ms())
 
     with tqdm(total=total, unit="note", disable=not sys.stderr.isatty(), file=sys.stderr) as bar:
-        report = wiring.rebuild(ids, progress=advance)
+        if everything:  # by pieces of the database, each with one workspace (service.full_rebuild)
+            pieces = wiring.source.workspaces(wiring.settings.rebuild_piece_notes)
+            report = wiring.rebuild_pieces((p.ids for p in pieces), progress=advance)
+        else:
+            report = wiring.rebuild(note_ids, progress=advance)
     requeue(wiring.dirty, report.requeue, now_ms=wall_ms())  # raced edits: the workers redo them
     click.echo(report.summary(), err=True)
     for note_id, message in sorted(report.errors.items())[:10]:
@@ -183,13 +185,6 @@ def print_status(database_url: str | None) -> None:
         click.echo(f"{name}: {state}, {done}/{enqueued} notes rebuilt, "
                    f"{status.get('errors', 0)} errors, run {status.get('run')}")
     click.echo(f"dirty: {wiring.dirty.size()} notes waiting")
-
-
-def _all_live_ids(source: NoteSource, page: int = 1000) -> Iterator[int]:
-    after = 0
-    while ids := source.live_ids_after(after, page):
-        yield from ids
-        after = ids[-1]
 
 
 def compare_report(note_ids: tuple[int, ...], *, database_url: str | None, token_limit: int | None,

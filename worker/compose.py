@@ -8,7 +8,7 @@ and the use cases over them (live compute, rebuild, reader).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from functools import cached_property
 from typing import Any
 
@@ -26,6 +26,7 @@ from service.carry import Carry
 from service.context import ContextService
 from service.drain import requeue
 from service.feed import FeedGuard
+from service.full_rebuild import rebuild_pieces
 from service.metrics import ReaderMetrics
 from service.ports import NoteSource, TokenOwner
 from service.reader import ReaderConfig, SnapshotReader
@@ -183,6 +184,19 @@ class Wiring:
                        seeds=s.seeds, max_token_limit=s.max_token_limit,
                        layered_limits=s.layered_limits, now_ms=wall_ms(),
                        epoch_size=s.rebuild_page, progress=progress, carry=carry or self.carry())
+
+    def rebuild_piece(self, note_ids: list[int], *,
+                      progress: Callable[[int], None] | None = None) -> RebuildReport:
+        """Rebuild one full-rebuild piece with one workspace, its own notes loaded first."""
+        return self.rebuild_pieces([note_ids], progress=progress)
+
+    def rebuild_pieces(self, pieces: Iterable[Sequence[int]], *,
+                       progress: Callable[[int], None] | None = None) -> RebuildReport:
+        """Rebuild every configured snapshot of every piece (service.full_rebuild)."""
+        s = self.settings
+        return rebuild_pieces(self.service, self.cache, pieces, strategies=self.strategies(),
+                              seeds=s.seeds, max_token_limit=s.max_token_limit,
+                              layered_limits=s.layered_limits, now_ms=wall_ms(), progress=progress)
 
     def carry(self) -> Carry:
         """A carry of loaded data from epoch to epoch, bounded as configured (service.carry)."""

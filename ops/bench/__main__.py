@@ -87,6 +87,10 @@ def _today(bench: Bench, graph: Graph, foci: list[int], results: dict[str, Any])
     results["today"] = today_section(bench)
     results.setdefault("memory", {})["focus_context_bytes_per_snapshot"] = (
         results["today"]["memory"]["bytes_per_snapshot"])
+    full, rebuilt = results["today"]["full"], results.setdefault("rebuild", {})
+    rebuilt.setdefault("full_speedup", {})["focus-context"] = full["speedup"]
+    rows = [rebuilt.get("full_rows_per_snapshot", 0.0), full["rows_per_snapshot"]]
+    rebuilt["full_rows_per_snapshot"] = max(rows)
 
 
 Section = Callable[[Bench, Graph, list[int], dict[str, Any]], None]

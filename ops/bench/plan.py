@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from storage.database import with_database
+from service.rebuild import RebuildReport
+from storage.database import StatementTally, with_database
 from worker.settings import Settings, load_settings
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "BenchError",
     "Plan",
     "elapsed_s",
+    "figures",
     "percentile",
     "ratio",
     "rounded",
@@ -78,12 +80,14 @@ class Plan:
     burst_timeout_s: float = 60.0
     scaling_notes: int = 2_000
     drain_notes: int = 4_000
+    #: live notes of the first pieces both rebuild paths compute side by side (ops.bench.full)
+    full_notes: int = 4_000
 
 
 QUICK = Plan()
 FULL = Plan(scaling_sizes=(10_000, 100_000, 1_000_000), rebuild_notes=5_000, baseline_notes=300,
             reads=50_000, http_seconds=10.0, live_notes=500, profile_notes=2_000, edits=60,
-            burst_timeout_s=300.0, drain_notes=10_000)
+            burst_timeout_s=300.0, drain_notes=10_000, full_notes=10_000)
 
 _STARTED = time.perf_counter()
 
@@ -164,3 +168,18 @@ class Bench:
                              redis_cluster=self.redis_cluster, redis_prefix=self.prefix(name),
                              strategies=strategy,
                              max_token_limit=MAX_TOKEN_LIMIT)
+
+
+def figures(report: RebuildReport, sql: StatementTally, notes: int) -> dict[str, Any]:
+    """The JSON figures of one timed rebuild of ``notes`` foci."""
+    if report.errors:
+        say(f"  {len(report.errors)} errors, e.g. {next(iter(report.errors.items()))}")
+    by_kind = {kind: {"statements": k.statements, "seconds": k.seconds}
+               for kind, k in sql.by_kind.items() if k.statements}
+    return {"notes": notes, "snapshots": report.count, "seconds": round(report.seconds, 3),
+            "snapshots_per_s": ratio(report.count, report.seconds),
+            "ms_per_snapshot": ratio(report.seconds * 1000, report.count),
+            "sql_statements": sql.statements,
+            "sql_per_snapshot": ratio(sql.statements, report.count),
+            "sql_seconds": sql.seconds, "sql_share": ratio(sql.seconds, report.seconds),
+            "sql_by_kind": by_kind, "errors": len(report.errors)}

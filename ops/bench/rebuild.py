@@ -18,32 +18,18 @@ from collections.abc import Sequence
 from typing import Any
 
 from graphrag import MemoCounter
+from ops.bench.full import compare_paths
 from ops.bench.graph import Graph, wiring_for
-from ops.bench.plan import PAGE, STRATEGIES, Bench, ratio, say
+from ops.bench.plan import PAGE, STRATEGIES, Bench, figures, ratio, say
 from service.carry import Carry
 from service.context import ContextService
-from service.rebuild import RebuildReport, rebuild
-from storage.database import StatementTally, counted_statements
+from service.rebuild import rebuild
+from storage.database import counted_statements
 from storage.profiles.doughnut_2025 import Doughnut2025
 from worker.compose import wall_ms
 from worker.settings import Settings
 
-__all__ = ["baseline_rebuild", "figures", "memo_rebuilds", "rebuild_section", "timed_rebuild"]
-
-
-def figures(report: RebuildReport, sql: StatementTally, notes: int) -> dict[str, Any]:
-    """The JSON figures of one timed rebuild of ``notes`` foci."""
-    if report.errors:
-        say(f"  {len(report.errors)} errors, e.g. {next(iter(report.errors.items()))}")
-    by_kind = {kind: {"statements": k.statements, "seconds": k.seconds}
-               for kind, k in sql.by_kind.items() if k.statements}
-    return {"notes": notes, "snapshots": report.count, "seconds": round(report.seconds, 3),
-            "snapshots_per_s": ratio(report.count, report.seconds),
-            "ms_per_snapshot": ratio(report.seconds * 1000, report.count),
-            "sql_statements": sql.statements,
-            "sql_per_snapshot": ratio(sql.statements, report.count),
-            "sql_seconds": sql.seconds, "sql_share": ratio(sql.seconds, report.seconds),
-            "sql_by_kind": by_kind, "errors": len(report.errors)}
+__all__ = ["baseline_rebuild", "memo_rebuilds", "rebuild_section", "timed_rebuild"]
 
 
 def timed_rebuild(bench: Bench, graph: Graph, ids: Sequence[int], strategy: str,
@@ -105,13 +91,24 @@ def _strategy(bench: Bench, graph: Graph, foci: list[int], strategy: str) -> dic
     return _compare(batched, lazy)
 
 
+def _full(bench: Bench, graph: Graph, strategy: str) -> dict[str, Any]:
+    """The full path against the batched path over the same first pieces (ops.bench.full)."""
+    return compare_paths(bench, graph.engine, wiring_for(bench, graph, f"paged-{strategy}", strategy),
+                         wiring_for(bench, graph, f"full-{strategy}", strategy), strategy)
+
+
 def rebuild_section(bench: Bench, graph: Graph, foci: list[int]) -> dict[str, Any]:
-    """Per strategy, batched against baseline; the top-level keys are wavefront's. The wavefront
-    snapshots stay under ``<base>:main`` for the memory, reader and invalidation sections."""
+    """Per strategy, batched against baseline, and the full path against the batched path (the
+    tree's strategies of issue 28: wavefront, layered); the top-level keys are wavefront's. The
+    wavefront snapshots stay under ``<base>:main`` for the memory, reader and invalidation
+    sections."""
     by = {strategy: _strategy(bench, graph, foci, strategy) for strategy in STRATEGIES}
     by["wavefront"]["memo"] = memo_rebuilds(bench, graph, foci)
+    full = {strategy: _full(bench, graph, strategy) for strategy in ("wavefront", "layered")}
     main = by["wavefront"]
-    return {"snapshots_per_s": main["batched"]["snapshots_per_s"],
+    return {"full": full, "full_speedup": {s: f["speedup"] for s, f in full.items()},
+            "full_rows_per_snapshot": max(f["rows_per_snapshot"] for f in full.values()),
+            "snapshots_per_s": main["batched"]["snapshots_per_s"],
             "sql_per_snapshot": main["batched"]["sql_per_snapshot"],
             "baseline_snapshots_per_s": main["baseline"]["snapshots_per_s"],
             "baseline_sql_per_snapshot": main["baseline"]["sql_per_snapshot"],

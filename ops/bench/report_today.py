@@ -108,3 +108,25 @@ def _notification_lines(x: dict[str, Any]) -> list[str]:
                 f"capture, rebuild, publication, the MCP server's re-read): p50 {_fmt(n['p50_ms'])} "
                 f"ms, p95 {_fmt(n['p95_ms'])} ms (target: p95 < 1,000 ms), {n['timeouts']} timeouts "
                 f"of {n['edits']} edits."]
+
+
+def full_lines(r: dict[str, Any]) -> list[str]:
+    """The full-rebuild path against the paged path (ops.bench.full), both models."""
+    runs = {**(r.get("rebuild", {}).get("full") or {})}
+    if (r.get("today") or {}).get("full"):
+        runs["focus-context"] = r["today"]["full"]
+    if not runs:
+        return []
+    rows = [f"| {s} | {f['notes']:,} ({f['pieces']}) | {_fmt(f['full']['snapshots_per_s'])} | "
+            f"{_fmt(f['batched']['snapshots_per_s'])} | {_fmt(f['same_notes']['snapshots_per_s'])} | "
+            f"{_fmt(f['speedup'])}× | {_fmt(f['rows_per_snapshot'])} "
+            f"({_fmt(f['batched']['rows_per_snapshot'])}) | {_fmt(f['peak_rss_mb'])} |"
+            for s, f in runs.items()]
+    return ["## Full rebuild by pieces", "",
+            "The nightly path (service.full_rebuild: a notebook's notes loaded at once, one workspace "
+            "per piece) against what it replaced (the batched path over as many consecutive ids from "
+            "the middle of the table) and against the batched path over the same notes; rows: every "
+            "row the driver decoded per snapshot written; peak RSS of a fresh process running the "
+            "full path over the pieces.", "",
+            "| strategy | notes (pieces) | full snapshots/s | paged | same notes | speed-up | "
+            "rows/snapshot (paged) | peak RSS MB |", "|---|---|---|---|---|---|---|---|", *rows, ""]

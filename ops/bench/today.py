@@ -16,6 +16,8 @@ holds the generator's row count:
   result) and at another (:data:`OTHER_LIMIT`, replayed from the trace), next to a bare client's
   ``GET`` + decode of the same keys (:func:`storage.redis.probe.packed_latencies_us`), in
   alternating blocks in a fresh shuffled order, as the wavefront reader figure is measured;
+* *full*: the full-rebuild path against the batched path over the same first notebooks
+  (ops.bench.full);
 * *users*: a subscriber of one of the rebuilt notebooks and a member of the circle owning another
   read their rebuilt notes through the reader as themselves (Doughnut's own paths): the share served
   from the owner's snapshot once proven the same (service.viewers), and the latency, p50 and p95.
@@ -31,11 +33,11 @@ from typing import Any
 from graphrag import GraphRagError, Request
 from graphrag.wiki.model import Viewer, WikiNeed
 from graphrag.wiki.view import WikiView
+from ops.bench.full import compare_paths
 from ops.bench.graph import pages
 from ops.bench.memory import KINDS
-from ops.bench.plan import PAGE, Bench, percentile, ratio, say
+from ops.bench.plan import PAGE, Bench, figures, percentile, ratio, say
 from ops.bench.reader import time_reader
-from ops.bench.rebuild import figures
 from ops.generate_wiki import load
 from service.carry import Carry
 from service.context import ContextService
@@ -211,6 +213,8 @@ def _measure(bench: Bench, url: str, engine: Database) -> dict[str, Any]:
            "sql_per_context_batched": ratio(batched["sql_statements"], batched["notes"]),
            "sql_per_context_one_at_a_time": ratio(baseline["sql_statements"], baseline["notes"]),
            "memory": _memory(bench, "today"), "reads": _reads(bench, wiring, foci),
+           "full": compare_paths(bench, engine, _wiring(bench, url, engine, "today-paged"),
+                                 _wiring(bench, url, engine, "today-full"), STRATEGY),
            "users": _users(wiring, engine, foci)}
     say(f"today's Doughnut: live p50 {out['live_p50_ms']:.1f} ms, p95 {out['live_p95_ms']:.1f} ms; "
         f"rebuild {batched['snapshots_per_s']:.0f} snapshots/s; SQL per context "

@@ -21,8 +21,9 @@ from sqlalchemy.exc import NoSuchTableError, SQLAlchemyError
 
 from graphrag import GraphView, Need, Ref, Row, Skeleton
 from graphrag.core.errors import DatabaseUnavailable, SchemaMismatch
-from service.ports import Loader
+from service.ports import Cursor, Loader, Piece
 from storage.database import chunks, epoch_ms, reason, translated
+from storage.profiles.notebook_pieces import notebook_pieces
 from storage.profiles.tables_2025 import (
     DETAILS_COLUMNS,
     FIXED_COLUMNS,
@@ -74,6 +75,7 @@ class Doughnut2025:
             raise ValueError("in_chunk must be between 1 and 1000")
         self.engine, self.in_chunk = engine, in_chunk
         self._sql: TreeStatements | None = None
+        self._notebooks = False  # whether ``note`` has Doughnut's ``notebook_id`` (optional here)
 
     # -- schema ---------------------------------------------------------------------------------
     def check(self) -> None:
@@ -88,6 +90,7 @@ class Doughnut2025:
                 raise SchemaMismatch(f"table 'note' lacks column(s): {', '.join(lacking)}")
             title, details = _pick(columns, TITLE_COLUMNS), _pick(columns, DETAILS_COLUMNS)
             assert title is not None and details is not None
+            self._notebooks = "notebook_id" in columns
             self._sql = TreeStatements(note_table(title, details))
         return self._sql
 
@@ -197,6 +200,18 @@ class Doughnut2025:
     def count_live(self) -> int:
         with translated(), self.engine.connect() as conn:
             return int(conn.execute(self._statements().count_live).scalar_one())
+
+    def workspaces(self, max_notes: int, *, after: Cursor = None) -> Iterator[Piece]:
+        """Per notebook when ``note`` has ``notebook_id`` (a tree lives in one notebook), else
+        runs of consecutive live ids (as notes in no notebook)."""
+        sql = self._statements()
+        if self._notebooks:
+            yield from notebook_pieces(self.engine, sql.note, max_notes, after)
+            return
+        last = 0 if after is None else after[1]
+        while ids := self.live_ids_after(last, max(1, max_notes)):
+            yield Piece(None, ids)
+            last = ids[-1]
 
     def any_note(self) -> bool:
         with translated(), self.engine.connect() as conn:

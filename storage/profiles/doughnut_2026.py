@@ -31,9 +31,10 @@ from graphrag.wiki.model import (
     WikiNote,
 )
 from graphrag.wiki.view import WikiView
-from service.ports import Loader, TokenOwner
+from service.ports import Cursor, Loader, Piece, TokenOwner
 from storage.database import chunks, epoch_ms, translated
 from storage.profiles import wiki_statements as sql
+from storage.profiles.notebook_pieces import notebook_pieces
 from storage.profiles.tables_2026 import (
     REQUIRED,
     missing_columns,
@@ -246,6 +247,9 @@ class Doughnut2026:
         statement = select(func.count()).select_from(note).where(note.c.deleted_at.is_(None))
         with translated(), self.engine.connect() as conn:
             return int(conn.execute(statement).scalar_one())
+
+    def workspaces(self, max_notes: int, *, after: Cursor = None) -> Iterator[Piece]:
+        return notebook_pieces(self.engine, note, max_notes, after)
 
     def any_note(self) -> bool:
         with translated(), self.engine.connect() as conn:

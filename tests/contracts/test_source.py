@@ -25,7 +25,11 @@ from graphrag import (
     strategy_names,
 )
 from service.context import ContextService
+from service.full_rebuild import rebuild_pieces
+from service.rebuild import rebuild
 from storage.database import open_engine
+from storage.memory import MemoryState
+from storage.memory_cache import MemoryCache
 from storage.memory_source import MemoryTree
 from tests.conftest import BACKENDS, backend_engine, new_store
 from tests.redis.readers import DOWN_DATABASE_URL
@@ -141,6 +145,30 @@ def test_paging_and_counts(source: Any) -> None:
     assert pages == live
     assert source.count_live() == len(live)
     assert source.any_note()
+
+
+def test_workspaces_hold_every_live_note_once_and_the_full_path_writes_the_batched_bytes(
+    source: Any,
+) -> None:
+    live = sorted(i for i, n in hand_graph().notes.items() if not n.deleted)
+    handed = list(source.workspaces(7))
+    pieces = [p.ids for p in handed]
+    assert sorted(i for p in pieces for i in p) == live
+    for k, piece in enumerate(handed[:-1]):
+        assert list(source.workspaces(7, after=piece.cursor)) == handed[k + 1:]
+    assert all(0 < len(p) <= 7 and p == sorted(p) for p in pieces)
+    service = ContextService(source, CharsCounter(), StrategyParams())
+    stored = []
+    for full in (False, True):
+        state = MemoryState()
+        options: dict[str, Any] = {"strategies": strategy_names(model="tree"), "seeds": (0,),
+                                   "max_token_limit": 2000, "now_ms": NOW_MS, "batch_size": 5}
+        if full:
+            rebuild_pieces(service, MemoryCache(state), pieces, **options)
+        else:
+            rebuild(service, MemoryCache(state), live, **options)
+        stored.append({k: v for k, (v, _) in state.snapshots.items()})
+    assert stored[0] == stored[1] and stored[0]
 
 
 def test_an_unreachable_database_is_unavailable() -> None:

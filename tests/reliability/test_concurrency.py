@@ -365,7 +365,8 @@ def test_a_drain_whose_batch_outlasts_the_drain_lock_ends_cleanly() -> None:
         runtime = Runtime(
             notes=r.service.store, snapshots=r.store, dirty=r.dirty,
             coordination=coordination_of(r.store),
-            progress=RebuildProgress(r.store.redis, r.store.keys), rebuild=slow, clock_ms=wall_ms,
+            progress=RebuildProgress(r.store.redis, r.store.keys), rebuild=slow, rebuild_piece=slow,
+            clock_ms=wall_ms,
             bulk_backlog=lambda: 0, drain_batch=4, debounce_ms=0, drain_lock_ttl_ms=300,
             drain_budget_s=10)  # one session runs all three batches
         runtime_module.configure(lambda: runtime)

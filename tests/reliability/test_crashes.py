@@ -282,7 +282,7 @@ def test_mysql_connections_cut_and_restored(outage: Outage) -> None:
     outage.quiet(timeout_s=120)
     log = worker.log()
     retries = {t: _retries(log, t) for t in ("process_events", "drain", "nightly_dispatch",
-                                             "rebuild_batch")}
+                                             "rebuild_piece")}
     figure("mysql cut: seconds cut / retries by task", f"{cut_s:.1f} / {retries}")
     assert _shows(outage.store, 30, "Edited before the cut")
     assert _shows(outage.store, 31, "Edited during the cut")

@@ -143,3 +143,36 @@ def test_sampled_statements_are_built_once_per_shape_and_bound_per_call() -> Non
     assert sql.folder_peers(1, 3)[0] is sql.folder_peers(2, 8)[0] is not sql.folder_peers(None, 3)[0]
     assert sql.root_peers(None, 3) == (sql.root_peers(None, 9)[0], {"limit": 3})
     assert sql.access(None, 4) == (sql.access(None, 5)[0], {"circle": 4})
+
+
+def test_the_full_path_writes_the_batched_bytes_and_pieces_are_notebooks(
+    loaded: tuple[Engine, WikiGraph],
+) -> None:
+    """On the database: pieces are the notebooks' live notes (cut at ``max_notes``) and every live
+    note once; the full rebuild over them stores the bytes the batched rebuild stores."""
+    from service.full_rebuild import rebuild_pieces
+    from service.rebuild import rebuild
+    from storage.memory import MemoryState
+    from storage.memory_cache import MemoryCache
+
+    engine, graph = loaded
+    source = Doughnut2026(engine)
+    handed = list(source.workspaces(9))
+    pieces = [p.ids for p in handed]
+    live = sorted(i for i, n in graph.notes.items() if not n.deleted)
+    assert sorted(i for p in pieces for i in p) == live
+    assert all({graph.notes[i].notebook_id for i in p.ids} == {p.notebook} and len(p.ids) <= 9
+               for p in handed)
+    for k, piece in enumerate(handed[:-1]):
+        assert list(source.workspaces(9, after=piece.cursor)) == handed[k + 1:]
+    stored = []
+    for full in (False, True):
+        state = MemoryState()
+        options: dict[str, Any] = {"strategies": ("focus-context",), "seeds": (7,),
+                                   "max_token_limit": 3000, "now_ms": 1_790_000_000_000}
+        if full:
+            rebuild_pieces(service(engine), MemoryCache(state), pieces, batch_size=4, **options)
+        else:
+            rebuild(service(engine), MemoryCache(state), live, batch_size=4, **options)
+        stored.append({k: v for k, (v, _) in state.snapshots.items()})
+    assert stored[0] == stored[1] and stored[0]

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from service.dispatch import dispatch_pages
+from ops.generate import generate
+from service.dispatch import dispatch_pages, dispatch_pieces
 from storage.memory import MemoryProgress
-from tests.usecases.conftest import World
+from tests.usecases.conftest import World, new_world
 
 
 def test_pages_every_live_id_once_and_records_progress(world: World) -> None:
@@ -46,3 +47,32 @@ def test_progress_finishes_when_every_enqueued_note_is_done(world: World) -> Non
     assert progress.status()["finishedAt"] == 4 and progress.status()["errors"] == 1
     progress.done("old-run", 100, errors=0, now_ms=5)  # a late message of another run
     assert progress.status()["done"] == 10
+
+
+def test_pieces_hand_out_every_live_id_once_by_notebook_from_a_cursor() -> None:
+    world = new_world(list(generate(300, 4)))
+    progress = MemoryProgress(world.state)
+    progress.start("run", now_ms=1)
+    handed: list[list[int]] = []
+    step = dispatch_pieces(world.source, progress, run_id="run", after=None, pieces=3, max_notes=30,
+                           backlog=lambda: 0, max_backlog=5, enqueue=handed.append,
+                           now_ms=world.clock)
+    while step.state == "more":
+        step = dispatch_pieces(world.source, progress, run_id="run", after=step.cursor, pieces=3,
+                               max_notes=30, backlog=lambda: 0, max_backlog=5,
+                               enqueue=handed.append, now_ms=world.clock)
+    assert step.state == "finished"
+    assert handed == [p.ids for p in world.source.workspaces(30)]
+    assert sorted(i for p in handed for i in p) == world.source.live_ids_after(0, 10_000)
+    assert progress.status()["enqueued"] == world.source.count_live()
+
+
+def test_a_full_bulk_queue_makes_the_piece_dispatcher_wait() -> None:
+    world = new_world(list(generate(100, 5)))
+    progress = MemoryProgress(world.state)
+    progress.start("run", now_ms=1)
+    handed: list[list[int]] = []
+    step = dispatch_pieces(world.source, progress, run_id="run", after=(3, 17), pieces=5,
+                           max_notes=10, backlog=lambda: 6, max_backlog=5, enqueue=handed.append,
+                           now_ms=world.clock)
+    assert (step.state, step.cursor, handed) == ("waiting", (3, 17), [])

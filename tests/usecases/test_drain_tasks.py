@@ -26,8 +26,8 @@ def sent(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
 def runtime(world: World) -> Runtime:
     return Runtime(notes=world.source, snapshots=world.cache, dirty=world.dirty,
                    coordination=world.coordination, progress=None,  # type: ignore[arg-type]
-                   rebuild=world.rebuild, clock_ms=world.clock, bulk_backlog=lambda: 0,
-                   debounce_ms=50)
+                   rebuild=world.rebuild, rebuild_piece=lambda ids: world.rebuild(ids, preload=True),
+                   clock_ms=world.clock, bulk_backlog=lambda: 0, debounce_ms=50)
 
 
 def test_a_retry_waiting_out_its_delay_does_not_swallow_an_edits_drain(
@@ -65,9 +65,10 @@ def test_a_full_rebuild_reads_afresh_what_a_drain_carried(
     worker process carries from before the full rebuild started (service.carry)."""
     carry = Carry()
     rt = dataclasses.replace(runtime(world), progress=MemoryProgress(world.state),
-                             rebuild=lambda ids: world.rebuild(ids, carry=carry))
+                             rebuild=lambda ids: world.rebuild(ids, carry=carry),
+                             rebuild_piece=lambda ids: world.rebuild(ids, carry=carry, preload=True))
     monkeypatch.setattr(runtime_module, "_runtime", (os.getpid(), rt))
-    monkeypatch.setattr(jobs.rebuild_batch, "apply_async", lambda args: jobs.rebuild_batch(*args))
+    monkeypatch.setattr(jobs.rebuild_piece, "apply_async", lambda args: jobs.rebuild_piece(*args))
     monkeypatch.setattr(jobs.nightly_dispatch, "apply_async", lambda *a, **k: None)
     rt.rebuild([30])  # a drain: its process now carries note 10's row
     world.edit(10, title="Renamed without an event")

@@ -162,7 +162,10 @@ class _Builder:
             yield from self._climb()
         if self.with_peers:
             self.groups = walk.peer_lengths(self._anchors(), {s[0] for s in self.ladder})
-            yield from _fixpoint(self.view, partial(walk.peers_need, self.groups))
+            # one member more than any budget shows: whether a list is complete is then known from
+            # the list itself, not from how long a prefix another computation loaded before
+            asked = {key: length + 1 for key, length in self.groups.items()}
+            yield from _fixpoint(self.view, partial(walk.peers_need, asked))
         yield from _fixpoint(self.view, lambda: walk.render_need(list(self._shown_ids())))
 
     def _climb(self) -> Generator[WikiNeed, None, None]:
@@ -208,10 +211,8 @@ class _Builder:
         notes = {note_id: self._fields(note_id) for note_id, _, _ in self.ladder}
         groups: dict[str, PeerList] = {}
         for key, length in self.groups.items():
-            members = self.view.peers(key, length)
-            groups[group_key(key[0], key[1])] = PeerList(
-                members[:length], self.view.is_complete_peers(key) and len(members) <= length
-            )
+            members = self.view.peers(key, length + 1)
+            groups[group_key(key[0], key[1])] = PeerList(members[:length], len(members) <= length)
             walk.facts.add(f"peers:{group_key(key[0], key[1])}")
             walk.note_facts(members[:length])
             notes.update((i, self._fields(i)) for i in members[:length] if walk.hydratable(i))

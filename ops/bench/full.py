@@ -1,0 +1,99 @@
+"""The full-rebuild path against the batched path: the same notes, side by side in one run.
+
+For each graph (the 100k tree for wavefront and layered, today's 100k wiki for focus-context), each
+into a key prefix of its own:
+
+* *batched*: what the nightly run did before pieces, :meth:`worker.compose.Wiring.rebuild` of
+  ``plan.full_notes`` consecutive live ids from the middle of the table (epochs of
+  ``GRAPHRAG_REBUILD_PAGE`` with batches of 100 and a carried workspace);
+* *same notes*: the same batched path over exactly the notes of the pieces below, in id order;
+* *full*: :meth:`worker.compose.Wiring.rebuild_pieces` of the first notebooks' pieces
+  (:meth:`service.ports.NoteSource.workspaces`, cut at ``GRAPHRAG_REBUILD_PIECE_NOTES``), taken
+  until they hold at least ``plan.full_notes`` live notes (service.full_rebuild).
+
+The full path writes the bytes the batched path writes for the same notes
+(tests/usecases/test_full_rebuild.py); ``speedup`` is full ÷ batched in snapshots/s (the nightly's
+change), ``speedup_same_notes`` full ÷ same notes (what loading a piece at once adds to the
+order of pieces). The remembered cuts of related notes (graphrag.wiki.focus.walk.related_body) are
+forgotten before each, so neither finds the other's work. ``rows_per_snapshot`` is every row the
+driver decoded (each SELECT's rows, note rows and list rows alike) ÷ snapshots written. Last, a
+fresh process (spawned) runs the full path over the same pieces and reports its peak RSS: what one
+worker process holds at most while it rebuilds a piece at a time.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import resource
+from collections.abc import Iterator
+from typing import Any
+
+from graphrag.wiki.focus.walk import related_body
+from ops.bench.plan import Bench, figures, ratio, say
+from service.ports import NoteSource, Piece
+from storage.database import Database, counted_statements
+from worker.compose import Wiring
+from worker.settings import Settings, load_settings
+
+__all__ = ["compare_paths", "first_pieces"]
+
+
+def first_pieces(source: NoteSource, max_notes: int, want: int) -> list[Piece]:
+    """The first pieces until they hold at least ``want`` notes."""
+    chosen: list[Piece] = []
+    stream: Iterator[Piece] = source.workspaces(max_notes)
+    while sum(len(p.ids) for p in chosen) < want and (piece := next(stream, None)) is not None:
+        chosen.append(piece)
+    return chosen
+
+
+def _timed(engine: Database, run: Any, notes: int) -> dict[str, Any]:
+    related_body.cache_clear()
+    with counted_statements(engine) as sql:
+        report = run()
+    out = figures(report, sql, notes)
+    out["rows_decoded"] = sql.rows
+    out["rows_per_snapshot"] = ratio(sql.rows, report.count)
+    return out
+
+
+def compare_paths(bench: Bench, engine: Database, batched: Wiring, full: Wiring,
+                  label: str) -> dict[str, Any]:
+    """Batched and full over the same first pieces of ``full``'s source; see the module docstring."""
+    settings, want = full.settings, bench.plan.full_notes
+    pieces = first_pieces(full.source, settings.rebuild_piece_notes, want)
+    ids = sorted(i for p in pieces for i in p.ids)
+    middle = full.source.live_ids_after(0, full.source.count_live() // 2)[-1]
+    paged = full.source.live_ids_after(middle, len(ids))
+    slow = _timed(engine, lambda: batched.rebuild(paged), len(paged))
+    same = _timed(engine, lambda: batched.rebuild(ids), len(ids))
+    fast = _timed(engine, lambda: full.rebuild_pieces([p.ids for p in pieces]), len(ids))
+    rss = _child_peak_rss_mb(settings, pieces)
+    speedup = ratio(fast["snapshots_per_s"], slow["snapshots_per_s"])
+    say(f"full path {label}: {fast['snapshots_per_s']:.0f} snapshots/s over {len(ids):,} notes "
+        f"in {len(pieces)} pieces against {slow['snapshots_per_s']:.0f} paged ({speedup:.2f}×) and "
+        f"{same['snapshots_per_s']:.0f} batched over the same notes; rows decoded per snapshot "
+        f"{fast['rows_per_snapshot']:.2f} ({slow['rows_per_snapshot']:.2f} paged); peak RSS "
+        f"{rss:.0f} MB")
+    return {"notes": len(ids), "pieces": len(pieces), "batched": slow, "same_notes": same,
+            "full": fast, "speedup": speedup,
+            "speedup_same_notes": ratio(fast["snapshots_per_s"], same["snapshots_per_s"]),
+            "rows_per_snapshot": fast["rows_per_snapshot"], "peak_rss_mb": rss}
+
+
+def _child_peak_rss_mb(settings: Settings, pieces: list[Piece]) -> float:
+    """The peak RSS of a fresh process running the full path over ``pieces``."""
+    names = ("database_url", "redis_url", "redis_cluster", "schema_name", "strategies", "seeds",
+             "max_token_limit", "layered_limits", "rebuild_piece_notes")
+    overrides = {name: getattr(settings, name) for name in names}
+    overrides["redis_prefix"] = f"{settings.redis_prefix}-rss"  # (deleted with the run's keys)
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(1) as pool:
+        kb: int = pool.apply(_full_path_peak_kb, (overrides, [p.ids for p in pieces]))
+    return kb / 1024
+
+
+def _full_path_peak_kb(overrides: dict[str, Any], pieces: list[list[int]]) -> int:
+    """(In the spawned process.) Run the full path over ``pieces``; the process's peak RSS in KB."""
+    Wiring(load_settings(**overrides)).rebuild_pieces(pieces)
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

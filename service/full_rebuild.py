@@ -1,0 +1,59 @@
+"""The full rebuild over whole workspaces: each piece of the database read once, then computed.
+
+The nightly rebuild, ``graphrag rebuild --all`` and change capture's recovery rebuild every live
+note. Paging ids spreads a notebook's notes over many batches, so the rows around a focus (its
+parent, children, peers, link targets) were read, decoded and costed again by each batch that
+showed them. Here the source hands out *pieces* (:meth:`service.ports.NoteSource.workspaces`): a
+notebook's live notes, cut into runs of ``max_notes`` when it has more (the memory bound of one
+workspace), then the notes in no notebook. Each piece is one epoch of :func:`service.rebuild.rebuild`
+with ``preload``: its generations and the edit ``seq`` are read first, then the piece's own rows,
+links and lists are loaded over the whole piece (graphrag.tree.preload, graphrag.wiki.preload), and
+its foci are computed in batches against that one workspace; what lies outside the piece (a link
+into another notebook, a referrer elsewhere) is loaded on demand, batched as ever.
+
+Nothing of the write is new: the same compare-and-set with the generations read before the piece's
+SQL, the same race check against the edit stamps and the full rebuild's stamp, the same removal of
+a focus found deleted. So an edit that lands during a run is never overwritten by older data, and
+the bytes written are those the batched path writes (tests/usecases/test_full_rebuild.py). The
+workspace is dropped after its piece: a process holds one piece's data at a time.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+
+from service.carry import Carry
+from service.context import ContextService
+from service.ports import SnapshotCache
+from service.rebuild import BATCH_SIZE, RebuildReport, rebuild
+
+__all__ = ["MAX_NOTES", "rebuild_pieces"]
+
+#: notes of one piece (one workspace in memory); a bigger notebook is cut into runs of this many
+MAX_NOTES = 20_000
+
+
+def rebuild_pieces(
+    service: ContextService, store: SnapshotCache, pieces: Iterable[Sequence[int]], *,
+    strategies: Sequence[str], seeds: Sequence[int], max_token_limit: int,
+    layered_limits: Sequence[int] = (2500, 5000), now_ms: int, batch_size: int = BATCH_SIZE,
+    progress: Callable[[int], None] | None = None,
+) -> RebuildReport:
+    """Rebuild every piece with one workspace each (see the module docstring); one report."""
+    started, reports = time.perf_counter(), []
+    for piece in pieces:
+        reports.append(rebuild(
+            service, store, piece, strategies=strategies, seeds=seeds,
+            max_token_limit=max_token_limit, layered_limits=layered_limits, now_ms=now_ms,
+            batch_size=batch_size, epoch_size=max(len(piece), batch_size), progress=progress,
+            carry=Carry(max_foci=0), preload=True))
+    return _combined(reports, time.perf_counter() - started)
+
+
+def _combined(reports: list[RebuildReport], seconds: float) -> RebuildReport:
+    errors = {k: v for r in reports for k, v in r.errors.items()}
+    return RebuildReport(
+        sum(r.count for r in reports), errors, seconds, sum(r.rejected for r in reports),
+        frozenset().union(*(r.deleted for r in reports)),
+        frozenset().union(*(r.requeue for r in reports)), sum(r.foci for r in reports))
