@@ -21,7 +21,8 @@ A carried workspace is dropped, and the next epoch starts a fresh one, when
 
 A full rebuild exists to recover changes no event announced, so it must read the database afresh:
 it takes a new ``seq`` when a run starts (service.rebuild.start_full_rebuild), which ends every
-carried workspace before its first page is rebuilt; its pages then carry among themselves. A drain
+carried workspace before its first piece is rebuilt; each piece then starts a workspace of its own
+(service.full_rebuild). A drain
 epoch that read ``seq`` just before that start may still write a focus after the run's page did,
 with data up to ``max_age_ms`` old: the start also stamps the fact ``FULL_REBUILD``, which every
 write checks with the stamps of the notes it shows, so that write is outdated at once and redone

@@ -3,7 +3,8 @@
 A snapshot is keyed by (focus note, strategy, seed[, tokenLimit]) — :class:`SnapshotKey`; the
 tokenLimit is part of the key only for strategies whose smaller tokenLimits are not answered from
 one snapshot (the registry's ``per-limit`` mode). Its value is the orjson bytes of an
-:class:`Envelope`, a documented layout a Java reader can parse.
+:class:`Envelope`, a documented layout a Java reader can parse; a trace snapshot's is packed
+instead (a JSON header line, then one zlib stream of the result and the trace: service.packing).
 
 Decoding never raises: missing, corrupt or foreign-schema bytes decode to None (a miss), so a bad
 value in Redis costs one recomputation, never an error in front of a user.
@@ -13,7 +14,8 @@ stored as; ``resultCrc32`` in the header is the CRC-32 of those bytes, so a valu
 cut, overwritten or garbled is still a miss without parsing 6 KB of JSON on the reader's hot path:
 the bytes that match it are the bytes this service wrote, which were valid JSON. A trace snapshot's
 ``trace`` (tens of KB) is the member right before ``result`` and is kept as bytes the same way,
-under ``traceCrc32``. The parsed result and trace (:attr:`Envelope.result`, :attr:`Envelope.trace`)
+under ``traceCrc32`` (in a packed value: inflated, and checked, only when it is needed). The
+parsed result and trace (:attr:`Envelope.result`, :attr:`Envelope.trace`)
 are built only when something needs them: a slice or a replay to another tokenLimit, markdown,
 another viewer, the audit. A value without ``resultCrc32`` (none is written any more) is parsed and
 checked whole, as before.
@@ -120,7 +122,8 @@ class Envelope:
             return NotImplemented
         return self._members() == other._members()
 
-    __hash__ = object.__hash__
+    def __hash__(self) -> int:
+        return hash((self.note_id, self.strategy, self.seed, self.generation, self.result_json))
 
     def _members(self) -> tuple[Any, ...]:
         fields = self.__dataclass_fields__

@@ -28,10 +28,7 @@ from service.context import ContextService
 from service.ports import SnapshotCache
 from service.rebuild import BATCH_SIZE, RebuildReport, rebuild
 
-__all__ = ["MAX_NOTES", "rebuild_pieces"]
-
-#: notes of one piece (one workspace in memory); a bigger notebook is cut into runs of this many
-MAX_NOTES = 20_000
+__all__ = ["rebuild_pieces"]
 
 
 def rebuild_pieces(

@@ -28,11 +28,12 @@ from typing import Any
 
 import orjson
 
-__all__ = ["PACKING", "PackedTrace", "pack", "unpack"]
+__all__ = ["PACKING", "PackedTrace", "is_packed", "pack", "unpack"]
 
 PACKING = "zlib"
 LEVEL = 3
 _NEWLINE = b"\n"
+_MAX_BYTES = 2**31
 
 
 @dataclass(frozen=True)
@@ -79,20 +80,22 @@ def unpack(raw: bytes) -> tuple[dict[str, Any], bytes, PackedTrace] | None:
         return None
     if not _sized(header):
         return None
-    inflater, size = zlib.decompressobj(), header["resultBytes"]
+    inflater, size, stream = zlib.decompressobj(), header["resultBytes"], raw[at + 1:]
     try:
-        result = inflater.decompress(raw[at + 1:], size) if size else b""
+        result = inflater.decompress(stream, size) if size else b""
     except zlib.error:
         return None
     if len(result) != size or zlib.crc32(result) != header["resultCrc32"]:
         return None
-    packed = PackedTrace(inflater, inflater.unconsumed_tail, header["traceBytes"], header["traceCrc32"])
-    return header, result, packed
+    tail = inflater.unconsumed_tail if size else stream
+    return header, result, PackedTrace(inflater, tail, header["traceBytes"], header["traceCrc32"])
 
 
 def _sized(header: Any) -> bool:
-    """A header object naming this packing, both lengths and both checksums as integers."""
+    """A header object naming this packing, both lengths (below 2 GiB: what a snapshot could never
+    reach, and what zlib takes as a length) and both checksums as integers."""
     if not isinstance(header, dict) or header.get("packing") != PACKING:
         return False
-    fields = ("resultBytes", "traceBytes", "resultCrc32", "traceCrc32")
-    return all(type(header.get(f)) is int and header[f] >= 0 for f in fields)
+    bounds = {"resultBytes": _MAX_BYTES, "traceBytes": _MAX_BYTES, "resultCrc32": 2**32,
+              "traceCrc32": 2**32}
+    return all(type(header.get(f)) is int and 0 <= header[f] < top for f, top in bounds.items())

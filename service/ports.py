@@ -57,8 +57,8 @@ Loader = Callable[[Any, Any], None]
 
 @dataclass(frozen=True, slots=True)
 class Piece:
-    """Live notes a full rebuild computes with one workspace: ``ids`` ascending, all of notebook
-    ``notebook`` (None: in no notebook)."""
+    """Live notes a full rebuild computes with one workspace: ``ids`` in (notebook, id) order;
+    ``notebook`` is the last one's (None: in no notebook)."""
 
     notebook: int | None
     ids: list[int]
@@ -101,9 +101,10 @@ class NoteSource(Protocol):
 
     def workspaces(self, max_notes: int, *, after: Cursor = None) -> Iterator[Piece]:
         """Every live note once, in the pieces a full rebuild computes with one workspace each:
-        a notebook's live notes by ascending id (notebooks by ascending id), cut into runs of
-        ``max_notes`` when it has more, then the notes in no notebook the same way; ``after``
-        (the cursor of a piece already handed out) continues after it (service.full_rebuild)."""
+        notebooks by ascending id, each one's live notes by ascending id, then the notes in no
+        notebook, packed into pieces of at most ``max_notes`` (small notebooks share one, a big
+        one spans several); ``after`` (the cursor of a piece already handed out) continues after
+        it (service.full_rebuild, storage.pieces)."""
 
     def any_note(self) -> bool:
         """Whether any note row exists, deleted ones included."""

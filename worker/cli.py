@@ -142,7 +142,8 @@ def _print_context(result: bytes, fmt: str, pretty: bool) -> None:
 
 @main.command()
 @click.argument("note_ids", type=NoteId(), nargs=-1)
-@click.option("--all", "everything", is_flag=True, help="Every live note, paged by id.")
+@click.option("--all", "everything", is_flag=True,
+              help="Every live note, by pieces (notebooks, in order).")
 @click.option("--queue", "queued", is_flag=True,
               help="With --all: hand the full rebuild to the workers (the nightly path).")
 @click.option("--status", "status", is_flag=True, help="Show the last full rebuild's progress.")

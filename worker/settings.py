@@ -91,9 +91,10 @@ class Settings(BaseSettings):
     task_time_limit_s: int = Field(default=300, ge=10)
     max_bulk_backlog: int = Field(default=20, ge=1)
     rebuild_page: int = Field(default=500, ge=1, le=10_000)
-    #: A full rebuild's piece (a notebook, or a run of a bigger one) is computed with one
-    #: workspace: its notes bound the memory and the time of one task (service.full_rebuild).
-    rebuild_piece_notes: int = Field(default=5_000, ge=1, le=1_000_000)
+    #: A full rebuild's piece (notebooks in order, packed up to this many notes) is computed with
+    #: one workspace: its notes bound the memory and the time of one task, which must end within
+    #: GRAPHRAG_TASK_TIME_LIMIT_S (5,000 notes: about 30 s of today's Doughnut with one seed).
+    rebuild_piece_notes: int = Field(default=5_000, ge=1, le=50_000)
     #: A worker process carries what one rebuild loaded into the next while no edit is recorded,
     #: for at most this many foci (0: never) and this long (service.carry).
     carry_foci: int = Field(default=5_000, ge=0, le=1_000_000)

@@ -230,7 +230,7 @@ class WikiNeed:
             access |= need.access
             for into_lengths, pairs in zip(lengths, (need.referrers, need.peers), strict=True):
                 for key, length in pairs:
-                    if length > into_lengths.get(key, 0):
+                    if key not in into_lengths or length > into_lengths[key]:
                         into_lengths[key] = length
         notes, folders, notebooks, links = map(frozenset, ids)
         return WikiNeed(notes, folders, notebooks, links, _pairs(lengths[0]), _pairs(lengths[1]),

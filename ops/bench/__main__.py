@@ -29,7 +29,7 @@ from ops.bench.graph import Graph, graph_counts, machine_info, open_graph, pages
 from ops.bench.invalidation import broker_section, restore_titles, services_section
 from ops.bench.live import live_section
 from ops.bench.memory import memory_section
-from ops.bench.plan import FULL, QUICK, Bench, BenchError, elapsed_s, ratio, say
+from ops.bench.plan import FULL, QUICK, Bench, BenchError, elapsed_s, ratio, say, worst
 from ops.bench.profile import profile_section
 from ops.bench.reader import reader_section
 from ops.bench.rebuild import rebuild_section
@@ -89,8 +89,8 @@ def _today(bench: Bench, graph: Graph, foci: list[int], results: dict[str, Any])
         results["today"]["memory"]["bytes_per_snapshot"])
     full, rebuilt = results["today"]["full"], results.setdefault("rebuild", {})
     rebuilt.setdefault("full_speedup", {})["focus-context"] = full["speedup"]
-    rows = [rebuilt.get("full_rows_per_snapshot", 0.0), full["rows_per_snapshot"]]
-    rebuilt["full_rows_per_snapshot"] = max(rows)
+    rows = [rebuilt.get("full_rows_per_snapshot"), full["rows_per_snapshot"]]
+    rebuilt["full_rows_per_snapshot"] = worst(rows)
 
 
 Section = Callable[[Bench, Graph, list[int], dict[str, Any]], None]

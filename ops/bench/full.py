@@ -28,7 +28,7 @@ import resource
 from collections.abc import Iterator
 from typing import Any
 
-from graphrag.wiki.focus.walk import related_body
+from graphrag.wiki.focus.walk import forget_related_bodies
 from ops.bench.plan import Bench, figures, ratio, say
 from service.ports import NoteSource, Piece
 from storage.database import Database, counted_statements
@@ -48,7 +48,7 @@ def first_pieces(source: NoteSource, max_notes: int, want: int) -> list[Piece]:
 
 
 def _timed(engine: Database, run: Any, notes: int) -> dict[str, Any]:
-    related_body.cache_clear()
+    forget_related_bodies()
     with counted_statements(engine) as sql:
         report = run()
     out = figures(report, sql, notes)
@@ -63,7 +63,7 @@ def compare_paths(bench: Bench, engine: Database, batched: Wiring, full: Wiring,
     settings, want = full.settings, bench.plan.full_notes
     pieces = first_pieces(full.source, settings.rebuild_piece_notes, want)
     ids = sorted(i for p in pieces for i in p.ids)
-    middle = full.source.live_ids_after(0, full.source.count_live() // 2)[-1]
+    middle = (full.source.live_ids_after(0, max(1, full.source.count_live() // 2)) or [0])[-1]
     paged = full.source.live_ids_after(middle, len(ids))
     slow = _timed(engine, lambda: batched.rebuild(paged), len(paged))
     same = _timed(engine, lambda: batched.rebuild(ids), len(ids))

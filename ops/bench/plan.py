@@ -42,6 +42,7 @@ __all__ = [
     "say",
     "size_name",
     "wait_for",
+    "worst",
 ]
 
 #: the repository: subprocesses start here, profiles name files relative to it
@@ -107,6 +108,13 @@ def percentile(values: Sequence[float], fraction: float) -> float:
         return math.nan
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, max(0, math.ceil(fraction * len(ordered)) - 1))]
+
+
+def worst(values: Sequence[float | None]) -> float:
+    """The largest measured value (NaN when any is NaN or none was measured: never a figure that
+    hides an unmeasured part)."""
+    measured = [v for v in values if v is not None]
+    return max(measured) if measured and not any(math.isnan(v) for v in measured) else math.nan
 
 
 def ratio(num: float, den: float) -> float:

@@ -1,9 +1,10 @@
 """The pieces of a full rebuild read from a ``note`` table with a ``notebook_id`` column.
 
-One statement lists the notebooks that have live notes, then one statement per notebook reads its
-live ids in id order (the ``notebook_id`` index), and the notes in no notebook are paged by id:
-nothing holds a cursor open between pieces (a rebuild of a piece takes longer than a server waits
-for a client that stopped reading), and a notebook costs its ids, never the whole table's.
+One statement lists the notebooks that have live notes after the cursor (a scan of the table's
+``notebook_id`` index, once per dispatch call), then one statement per notebook reads its live ids
+in id order, and the notes in no notebook are paged by id; they are packed into pieces as
+storage.pieces says. Nothing holds a cursor open between pieces (a rebuild of a piece takes longer
+than a server waits for a client that stopped reading).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from sqlalchemy import Engine, select
 
 from service.ports import Cursor, Piece
 from storage.database import translated
-from storage.pieces import runs
+from storage.pieces import packed
 
 __all__ = ["notebook_pieces"]
 
@@ -24,12 +25,18 @@ def notebook_pieces(engine: Engine, note: Any, max_notes: int,
                     after: Cursor = None) -> Iterator[Piece]:
     """Every live id of ``note`` after the cursor ``after`` once: per notebook (ascending), then
     those in no notebook."""
+    return packed(_groups(engine, note, max_notes, after), max_notes)
+
+
+def _groups(engine: Engine, note: Any, page: int,
+            after: Cursor) -> Iterator[tuple[int | None, list[int]]]:
     if after is None or after[0] is not None:
-        yield from _notebooks(engine, note, max_notes, after)
-    yield from _loose(engine, note, max_notes, after[1] if after and after[0] is None else 0)
+        yield from _notebooks(engine, note, after)
+    yield from _loose(engine, note, page, after[1] if after and after[0] is None else 0)
 
 
-def _notebooks(engine: Engine, note: Any, max_notes: int, after: Cursor) -> Iterator[Piece]:
+def _notebooks(engine: Engine, note: Any,
+               after: Cursor) -> Iterator[tuple[int | None, list[int]]]:
     c = note.c
     live = c.deleted_at.is_(None)
     books = select(c.notebook_id).where(live, c.notebook_id.is_not(None)).distinct().order_by(
@@ -42,18 +49,18 @@ def _notebooks(engine: Engine, note: Any, max_notes: int, after: Cursor) -> Iter
         last = after[1] if after is not None and after[0] == notebook_id else 0
         ids = select(c.id).where(live, c.notebook_id == notebook_id, c.id > last).order_by(c.id)
         with translated(), engine.connect() as conn:
-            found = list(conn.execute(ids).scalars())
-        yield from (Piece(notebook_id, run) for run in runs(found, max_notes))
+            yield notebook_id, list(conn.execute(ids).scalars())
 
 
-def _loose(engine: Engine, note: Any, max_notes: int, after: int) -> Iterator[Piece]:
+def _loose(engine: Engine, note: Any, page: int,
+           after: int) -> Iterator[tuple[int | None, list[int]]]:
     c = note.c
     while True:
-        page = (select(c.id).where(c.deleted_at.is_(None), c.notebook_id.is_(None), c.id > after)
-                .order_by(c.id).limit(max(max_notes, 1)))
+        statement = (select(c.id).where(c.deleted_at.is_(None), c.notebook_id.is_(None),
+                                        c.id > after).order_by(c.id).limit(max(page, 1)))
         with translated(), engine.connect() as conn:
-            ids = list(conn.execute(page).scalars())
+            ids = list(conn.execute(statement).scalars())
         if not ids:
             return
-        yield Piece(None, ids)
+        yield None, ids
         after = ids[-1]

@@ -1,8 +1,9 @@
 """Progress of a full rebuild (nightly or on demand), recorded in one Redis hash.
 
-Fields: ``run`` (id), ``startedAt``/``dispatchedAt``/``finishedAt`` (epoch ms), ``lastId`` (keyset
-position of the dispatcher), ``enqueued``/``done``/``errors`` (notes). ``graphrag rebuild --status``
-prints it; the hash expires a week after the last update.
+Fields: ``run`` (id), ``startedAt``/``dispatchedAt``/``finishedAt`` (epoch ms), ``lastId`` (the last
+note id the dispatcher handed out: the last piece's, not monotonic across notebooks),
+``enqueued``/``done``/``errors`` (notes). ``graphrag rebuild --status`` prints it; the hash expires
+a week after the last update.
 """
 
 from __future__ import annotations

@@ -83,7 +83,9 @@ class DecodingContract(CacheContract):
         bad = [
             packed(resultCrc32=fields["resultCrc32"] ^ 1), packed(resultBytes=fields["resultBytes"] + 1),
             packed(packing="brotli"), packed(traceCrc32=None), packed(resultTokenLimit=None),
-            packed(schema=2), header + b"\n" + stream[:8], header + b"\n" + b"not zlib",
+            packed(schema=2), packed(resultBytes=2**63), packed(traceBytes=2**64 - 1),
+            packed(resultCrc32=2**32 + fields["resultCrc32"]),
+            header + b"\n" + stream[:8], header + b"\n" + b"not zlib",
             b"{" + b"\n" + stream, header[:-1] + b"\n" + stream,
         ]
         assert [d for d in bad if decode_envelope(d) is not None] == []

@@ -12,6 +12,7 @@ from graphrag.wiki.focus.context import (
     cut,
     focus_context,
 )
+from graphrag.wiki.focus.trace import Trace
 from graphrag.wiki.model import Viewer, WikiNeed
 from graphrag.wiki.view import WikiView
 from tests.wiki_support import OWNER, one_notebook, trace_of
@@ -120,3 +121,28 @@ def test_a_batch_of_foci_shares_its_rounds() -> None:
     # notes+links, notebook+folders, access+referrers, depth-1 links, depth-2 referrers, peers
     assert len(graph.asked) <= 6
     assert all(not isinstance(r, Exception) for r in results.values())
+
+
+def test_a_parsed_trace_reads_its_ladder_and_notes_as_the_built_one_does() -> None:
+    from graphrag.wiki.focus.trace import Trace as Parsed
+
+    traced = _any_trace()
+    parsed = Parsed.from_json(traced.to_json())
+    assert parsed == traced and list(parsed.wiki) == list(traced.wiki)
+    if traced.wiki:
+        assert parsed.wiki[-1] == traced.wiki[-1] and parsed.wiki[0] == traced.wiki[0]
+    with pytest.raises(IndexError):
+        parsed.wiki[len(traced.wiki)]
+    with pytest.raises(IndexError):
+        parsed.wiki[-len(traced.wiki) - 1]
+    assert dict(parsed.notes) == dict(traced.notes)
+
+
+def _any_trace() -> Trace:
+    graph, nb = one_notebook()
+    folder = graph.folder(nb, "F")
+    focus = graph.note("Focus", nb, folder, content="focus body")
+    for k in range(4):
+        target = graph.note(f"T{k}", nb, folder, content=f"body {k}")
+        graph.link(focus, target)
+    return trace_of(graph, focus)

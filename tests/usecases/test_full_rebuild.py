@@ -134,16 +134,21 @@ def test_a_full_run_after_an_edit_with_no_event_shows_it_everywhere() -> None:
     assert stale_snapshots(world) == []
 
 
-def test_pieces_hold_every_live_note_once_by_notebook_and_at_most_max_notes() -> None:
+@pytest.mark.parametrize("max_notes", [1, 25, 70, 10_000])
+def test_pieces_hold_every_live_note_once_in_notebook_order_and_at_most_max_notes(
+    max_notes: int,
+) -> None:
     records = list(generate(300, 3))
     world = new_world(records)
-    pieces = list(world.source.workspaces(25))
+    pieces = list(world.source.workspaces(max_notes))
     live = {n.id: n.notebook_id for n in records if n.deleted_at is None}
-    assert sorted(i for p in pieces for i in p.ids) == sorted(live)
-    assert all(0 < len(p.ids) <= 25 and p.ids == sorted(p.ids) for p in pieces)
-    assert all({live[i] for i in p.ids} == {p.notebook} for p in pieces)
+    in_order = sorted(live, key=lambda i: (live[i] is None, live[i] or 0, i))
+    assert [i for p in pieces for i in p.ids] == in_order
+    assert all(0 < len(p.ids) <= max_notes for p in pieces)
+    assert all(len(p.ids) == max_notes for p in pieces[:-1])  # small notebooks share a piece
+    assert all(live[p.ids[-1]] == p.notebook for p in pieces)
     for k, piece in enumerate(pieces[:-1]):  # continuing after any piece gives the rest
-        assert list(world.source.workspaces(25, after=piece.cursor)) == pieces[k + 1:]
+        assert list(world.source.workspaces(max_notes, after=piece.cursor)) == pieces[k + 1:]
 
 
 def test_a_rebuild_of_no_pieces_writes_nothing() -> None:

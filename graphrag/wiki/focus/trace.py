@@ -186,7 +186,8 @@ class _Notes(Mapping[int, NoteFields]):
 
 class _Steps(Sequence[WikiStep]):
     """A parsed trace's wiki ladder, each step built when it is first reached: a replay walks
-    only the prefix its budget emits."""
+    only the prefix its budget emits. (Like :class:`_Notes`, it builds on read: a parsed trace is
+    one read's, never shared between threads.)"""
 
     def __init__(self, data: Sequence[Mapping[str, Any]]) -> None:
         self._data, self._built = data, list[WikiStep]()
@@ -204,6 +205,8 @@ class _Steps(Sequence[WikiStep]):
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
         index = index + len(self._data) if index < 0 else index
+        if not 0 <= index < len(self._data):
+            raise IndexError("wiki step index out of range")
         while len(self._built) <= index:
             s = self._data[len(self._built)]
             self._built.append(WikiStep(int(s["id"]), int(s["depth"]), tuple(s["path"])))

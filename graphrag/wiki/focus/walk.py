@@ -30,21 +30,36 @@ from graphrag.wiki.model import (
 )
 from graphrag.wiki.view import WikiView
 
-__all__ = ["Walk", "related_body"]
+__all__ = ["Walk", "forget_related_bodies", "related_body"]
 
 #: how many (content, cap) cuts :func:`related_body` remembers (a rebuild pass sees a note in tens of
-#: traces, mostly of its neighbours; each entry holds the cut body, at most the related cap)
-RELATED_BODIES = 16_384
+#: traces, mostly of its neighbours), and of texts up to how many characters: an entry keeps its text
+#: and its cut alive, so at most 4,096 x 2 x 8,192 characters (a few MB for typical notes)
+RELATED_BODIES = 4_096
+REMEMBERED_CHARS = 8_192
 
 
-@lru_cache(maxsize=RELATED_BODIES)
 def related_body(content: str | None, cap: int) -> tuple[str | None, bool, int]:
     """A related note's body cut to ``cap`` tokens, whether that shortened it, and its cost
     ``max(1, estimate(cut body))``: a function of the text alone, so remembered by it (never
     stale, whatever was edited since; the cut and the estimates walk the text char by char)."""
+    if content is not None and len(content) > REMEMBERED_CHARS:
+        return _related_body(content, cap)
+    return _remembered(content, cap)
+
+
+def forget_related_bodies() -> None:
+    """Forget every remembered cut (a benchmark's fair start)."""
+    _remembered.cache_clear()
+
+
+def _related_body(content: str | None, cap: int) -> tuple[str | None, bool, int]:
     body = truncate_tokens(content, cap)
     shortened = body is not None and content is not None and utf16_length(body) < utf16_length(content)
     return body, shortened, max(1, estimate_tokens(body))
+
+
+_remembered = lru_cache(maxsize=RELATED_BODIES)(_related_body)
 
 Path = tuple[int, ...]
 
