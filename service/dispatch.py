@@ -1,15 +1,15 @@
 """The nightly full rebuild's dispatcher: hand out the database's pieces as rebuild tasks.
 
-A piece is a notebook's live notes (cut into runs of at most ``max_notes``), then the notes in no
-notebook (:meth:`service.ports.NoteSource.workspaces`); each is rebuilt with one workspace
+Pieces are notebooks in order, then the notes in no notebook, packed into pieces of at most
+``max_notes`` notes (:meth:`service.ports.NoteSource.workspaces`); each is rebuilt with one workspace
 (service.full_rebuild). Pieces are handed out in (notebook, id) order from a cursor, the last
 handed-out piece's (notebook, last id), so a dispatch call costs the same wherever it continues.
 A note created (or moved) during a run into a notebook the cursor has passed is left to its own
 event and the next run; one moved the other way may be rebuilt twice. Back-pressure: while more
 than ``max_backlog`` tasks wait on the bulk queue the dispatcher stops and asks to be called again
 later, so a full rebuild never floods the broker. Progress is recorded per piece, so ``graphrag
-rebuild --status`` follows it. (:func:`dispatch_pages` is the id-paging dispatcher it replaced, for
-a source without pieces.)
+rebuild --status`` follows it. (:func:`dispatch_pages` is the id-paging dispatcher it replaced; no
+task calls it any more.)
 """
 
 from __future__ import annotations

@@ -3,11 +3,12 @@
 The nightly rebuild, ``graphrag rebuild --all`` and change capture's recovery rebuild every live
 note. Paging ids spreads a notebook's notes over many batches, so the rows around a focus (its
 parent, children, peers, link targets) were read, decoded and costed again by each batch that
-showed them. Here the source hands out *pieces* (:meth:`service.ports.NoteSource.workspaces`): a
-notebook's live notes, cut into runs of ``max_notes`` when it has more (the memory bound of one
-workspace), then the notes in no notebook. Each piece is one epoch of :func:`service.rebuild.rebuild`
-with ``preload``: its generations and the edit ``seq`` are read first, then the piece's own rows,
-links and lists are loaded over the whole piece (graphrag.tree.preload, graphrag.wiki.preload), and
+showed them. Here the source hands out *pieces* (:meth:`service.ports.NoteSource.workspaces`):
+notebooks in order, then the notes in no notebook, packed into pieces of at most ``max_notes``
+notes (the memory and time bound of one workspace and one task; storage.pieces). Each piece is
+one epoch of :func:`service.rebuild.rebuild` with ``preload``: its generations and the edit ``seq``
+are read first, then the piece's own rows, links and lists are loaded over the whole piece
+(graphrag.tree.preload, graphrag.wiki.preload), and
 its foci are computed in batches against that one workspace; what lies outside the piece (a link
 into another notebook, a referrer elsewhere) is loaded on demand, batched as ever.
 
