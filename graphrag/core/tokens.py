@@ -26,6 +26,7 @@ __all__ = [
     "OnePerNoteCounter",
     "TiktokenCounter",
     "TokenCounter",
+    "adds_up_around_words",
 ]
 
 COUNTER_NAMES = ("tiktoken", "chars", "one-per-note")
@@ -38,6 +39,23 @@ class TokenCounter(Protocol):
     def name(self) -> str: ...
 
     def count(self, note_json: bytes) -> int: ...
+
+
+def adds_up_around_words(counter: TokenCounter) -> bool:
+    """Whether ``counter`` counts ``head + word + tail`` as the three counts added, where ``head``
+    ends with the three characters ``":"``, ``word`` is ASCII letters only and ``tail`` starts
+    with ``"`` then ``,`` or ``}`` (a JSON string member's value, cut out of compact JSON).
+
+    True of tiktoken: cl100k_base cuts the text into pre-tokens with a regular expression and
+    encodes each alone, and that expression cuts at both ends of such a word in any context. At
+    the head's last ``":"`` the letter-run rule (one optional non-letter, then letters) fails on
+    the ``:``, so the punctuation rule takes the three characters and stops at the word, whatever
+    the word is; the word starts with a letter, so it is one letter run that stops at the ``"``;
+    the tail's ``"`` is again followed by punctuation, so it opens a punctuation run as it would
+    alone. No pre-token spans a cut, so the counts add up (tests/unit/test_tokens.py checks it
+    on random notes). False of the estimators: ``chars`` rounds each count up, ``one-per-note``
+    counts notes."""
+    return counter.name == "tiktoken"
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from graphrag.core.errors import NoteNotFound
-from graphrag.core.tokens import TokenCounter
+from graphrag.core.tokens import TokenCounter, adds_up_around_words
 from graphrag.tree.model import Need, Relation, Row, Skeleton
 from graphrag.tree.rand import u
 from graphrag.tree.render import bare_note, dumps, focus_note
@@ -47,14 +47,32 @@ class Pick:
     tokens: int
 
 
+#: Where a BareNote's relation value starts: the member is never the first, and a title or
+#: details holding these characters has its quotes escaped.
+_RELATION_AT = b'"relationToFocusNote":"'
+
+
 class Costing:
-    """Renders and costs related notes once per (note, relation) for a whole batch."""
+    """Renders and costs related notes once per (note, relation) for a whole workspace (a batch,
+    or a full rebuild's piece).
+
+    A note shown under several relations differs only in its ``relationToFocusNote`` value, so
+    its JSON is rendered once, as the part before that value and the part after it, and the
+    relation is put between them. With a counter whose counts add up around such a value
+    (:func:`graphrag.core.tokens.adds_up_around_words`: tiktoken) the two parts are costed
+    once per note and each relation's word once, so a note seen from many foci is encoded once;
+    with any other counter the whole JSON is costed, as ever. Either way the bytes and the cost
+    are those of the whole JSON.
+    """
 
     def __init__(self, view: GraphView, counter: TokenCounter, truncate_bytes: int) -> None:
         self.view = view
         self.counter = counter
         self.truncate_bytes = truncate_bytes
+        self._adds_up = adds_up_around_words(counter)
         self._memo: dict[tuple[int, Relation], Pick | None] = {}
+        self._parts: dict[int, tuple[bytes, bytes, int]] = {}
+        self._words: dict[Relation, int] = {}
         self._orders: dict[tuple[int, str, int], tuple[int, ...]] = {}
         self._positions: dict[int, dict[int, int]] = {}
 
@@ -83,8 +101,23 @@ class Costing:
         row = self.view.row(note_id)
         if row is None or self.view.live(note_id) is None:
             return None
-        data = dumps(bare_note(row, relation, truncate_bytes=self.truncate_bytes))
-        return Pick(note_id, relation, data, self.counter.count(data))
+        head, tail, cost = self._parts.get(note_id) or self._split(row)
+        data = b"%b%b%b" % (head, relation.value.encode(), tail)
+        if not self._adds_up:
+            return Pick(note_id, relation, data, self.counter.count(data))
+        if relation not in self._words:
+            self._words[relation] = self.counter.count(relation.value.encode())
+        return Pick(note_id, relation, data, cost + self._words[relation])
+
+    def _split(self, row: Row) -> tuple[bytes, bytes, int]:
+        """The note's JSON before and after its relation value, and their costs added (when they
+        add up)."""
+        data = dumps(bare_note(row, Relation.SELF, truncate_bytes=self.truncate_bytes))
+        cut = data.index(_RELATION_AT) + len(_RELATION_AT)
+        head, tail = data[:cut], data[cut + len(Relation.SELF.value):]
+        cost = self.counter.count(head) + self.counter.count(tail) if self._adds_up else 0
+        self._parts[row.id] = (head, tail, cost)
+        return head, tail, cost
 
 
 def prepare_focus(view: GraphView, counter: TokenCounter, focus_id: int) -> Generator[Need, None, Focus]:

@@ -10,13 +10,19 @@ is the whole list: a later ask for ``n`` items is answered by any loaded prefix 
 or by a complete list. Because the lists are in a fixed order (:func:`~graphrag.wiki.model.sample_key`),
 the first ``cap`` items that survive an exclusion set ``X`` are found in the first ``cap + |X|`` items,
 which is what Doughnut's "exclude in SQL, then LIMIT cap" returns.
+
+:attr:`WikiView.derived` keeps what computations derive from loaded data alone (a note's rendered
+fields, its URI, a parent's readable targets for a viewer), so a note shown by many foci of one
+workspace is rendered once. Loading only fills gaps, so what such an entry was read from stays as
+it was; should a load ever replace a loaded note, folder, notebook, link list or access, every
+derived entry is dropped with it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterable
+from collections.abc import Generator, Hashable, Iterable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from graphrag.wiki.model import (
     Access,
@@ -57,10 +63,13 @@ class WikiView:
         self._referrers: dict[ReferrerKey, _Prefix] = {}
         self._peers: dict[PeerKey, _Prefix] = {}
         self._access: dict[tuple[Viewer, int], Access] = {}
+        #: values derived from loaded data only, with the facts read to derive them (module docstring)
+        self.derived: dict[Hashable, tuple[Any, frozenset[str]]] = {}
 
     # -- loading (called by the storage layer) ----------------------------------------------------
     def put_notes(self, notes: Iterable[WikiNote]) -> None:
         for note in notes:
+            self._replacing(note.id in self._notes)
             self._notes[note.id] = note
 
     def put_absent_notes(self, ids: Iterable[int]) -> None:
@@ -70,6 +79,7 @@ class WikiView:
 
     def put_folders(self, folders: Iterable[Folder]) -> None:
         for folder in folders:
+            self._replacing(folder.id in self._folders)
             self._folders[folder.id] = folder
 
     def put_absent_folders(self, ids: Iterable[int]) -> None:
@@ -78,6 +88,7 @@ class WikiView:
 
     def put_notebooks(self, notebooks: Iterable[Notebook]) -> None:
         for notebook in notebooks:
+            self._replacing(notebook.id in self._notebooks)
             self._notebooks[notebook.id] = notebook
 
     def put_absent_notebooks(self, ids: Iterable[int]) -> None:
@@ -86,6 +97,7 @@ class WikiView:
 
     def put_links(self, note_id: int, target_ids: Iterable[int]) -> None:
         """The targets of ``note_id``'s cache rows in row-id order, raw (duplicates and deleted kept)."""
+        self._replacing(note_id in self._links)
         self._links[note_id] = tuple(target_ids)
 
     def put_referrers(self, key: ReferrerKey, ordered_ids: Iterable[int], complete: bool) -> None:
@@ -98,7 +110,12 @@ class WikiView:
         self._peers[key] = _longer(self._peers.get(key), _Prefix(tuple(ordered_ids), complete))
 
     def put_access(self, viewer: Viewer, notebook_id: int, access: Access) -> None:
+        self._replacing((viewer, notebook_id) in self._access)
         self._access[(viewer, notebook_id)] = access
+
+    def _replacing(self, loaded: bool) -> None:
+        if loaded and self.derived:
+            self.derived.clear()
 
     # -- reading ----------------------------------------------------------------------------------
     def note(self, note_id: int) -> WikiNote | None:

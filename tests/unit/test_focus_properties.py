@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from graphrag.core.batch import run_batch
 from graphrag.core.errors import GraphRagError
+from graphrag.wiki.focus.build import trace
 from graphrag.wiki.focus.context import (
     FocusContextParams,
     FocusContextResult,
@@ -31,7 +32,7 @@ from graphrag.wiki.focus.context import (
     focus_context,
 )
 from graphrag.wiki.focus.render import render_markdown, result_json
-from graphrag.wiki.model import Viewer
+from graphrag.wiki.model import Viewer, WikiNote
 from graphrag.wiki.view import WikiView
 from tests.wiki_reference import java_estimate, reference_result
 from tests.wiki_support import WikiGraph, result_of, trace_of
@@ -191,6 +192,40 @@ def test_a_batch_gives_each_focus_what_it_gets_alone(case: Case, data: st.DataOb
         shown = repr(outcome) if isinstance(outcome, Exception) else result_json(outcome)  # type: ignore[arg-type]
         assert shown == alone[focus]
     assert len(graph.asked) <= rounds_alone
+
+
+@SETTINGS
+@given(cases(), st.data())
+def test_traces_of_a_shared_view_are_the_traces_alone_facts_included(
+    case: Case, data: st.DataObject
+) -> None:
+    """What a view remembers it derived (a note's fields and URI, a parent's readable targets)
+    gives a later focus of the workspace the same trace, with the same facts, as a fresh view."""
+    graph = case.graph
+    foci = sorted({case.focus, *data.draw(st.lists(st.sampled_from(sorted(graph.notes)), max_size=8))})
+    request = case.request()
+    params = request.pop("params")
+
+    def traced(focus: int, view: WikiView) -> Any:
+        job = trace(view, params, FocusRequest(focus, token_limit=1, max_token_limit=2000, **request))
+        return run_batch({focus: job}, view, graph.loader(view))[focus]
+
+    shared = WikiView()
+    for focus in foci:
+        together, alone = traced(focus, shared), traced(focus, WikiView())
+        assert repr(together) == repr(alone)
+        if isinstance(alone, Trace):
+            assert together == alone and together.facts == alone.facts
+
+
+def test_a_view_forgets_what_it_derived_when_a_load_replaces_its_data() -> None:
+    view = WikiView()
+    view.put_notes([WikiNote(1, 1, None, "N1", None, 0)])
+    view.derived["uri", 1] = ("[[N1]]", frozenset({"note:1"}))
+    view.put_absent_notes([1, 2])  # fills gaps only: nothing replaced
+    assert ("uri", 1) in view.derived
+    view.put_notes([WikiNote(1, 1, None, "renamed", None, 0)])
+    assert view.derived == {}
 
 
 # -- structure -------------------------------------------------------------------------------------

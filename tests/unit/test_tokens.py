@@ -7,6 +7,8 @@ from fractions import Fraction
 from math import ceil
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from graphrag import (
     CharsCounter,
@@ -19,6 +21,11 @@ from graphrag import (
     TiktokenCounter,
     config_hash,
 )
+from graphrag.tree.model import Need, Relation
+from graphrag.tree.outcome import Costing
+from graphrag.tree.render import bare_note, dumps
+from graphrag.tree.view import GraphView
+from storage.encodings import load_cl100k
 from tests.support import Graph, compute
 from tests.unit.helpers import doc
 
@@ -195,3 +202,41 @@ def test_a_memo_of_no_entries_is_refused() -> None:
 def test_token_limit_out_of_range_is_rejected(limit: int) -> None:
     with pytest.raises(InvalidParameter):
         Request(1, 0, limit, 0)
+
+
+# -- a note's JSON costed in parts -----------------------------------------------------------------
+@pytest.fixture(scope="module")
+def cl100k() -> TiktokenCounter:
+    return TiktokenCounter(load_cl100k().encode_ordinary)
+
+
+TEXTS = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=60) | st.sampled_from(
+    ["", "'s", "'ll ", " \n", "123", '"relationToFocusNote":"Self"', "\\u00e9", "a\"b", "😀x"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(title=TEXTS, details=st.none() | TEXTS, parent=st.none() | TEXTS, target=st.none() | TEXTS,
+       created_ms=st.integers(0, 4_102_444_800_000))
+def test_a_note_costed_in_parts_costs_what_its_whole_json_costs(
+    cl100k: TiktokenCounter, title: str, details: str | None, parent: str | None,
+    target: str | None, created_ms: int,
+) -> None:
+    """The tree's costing renders a note once around its relation and adds the parts' tiktoken
+    counts (graphrag.core.tokens.adds_up_around_words): the bytes and the count of every relation
+    are those of the whole JSON."""
+    g = Graph()
+    g.add(1, title=parent or "p")
+    g.add(2, title=target or "t")
+    g.add(3, parent_id=1 if parent is not None else None, title=title, details=details,
+          created_at_ms=created_ms, target_id=2 if target is not None else None)
+    view = GraphView()
+    every = frozenset({1, 2, 3})
+    g.load(view, Need(every, every, every, every, every))
+    costing = Costing(view, cl100k, 150)
+    row = view.row(3)
+    assert row is not None
+    for relation in Relation:
+        pick = costing.pick(3, relation)
+        assert pick is not None
+        assert pick.json == dumps(bare_note(row, relation, truncate_bytes=150))
+        assert pick.tokens == cl100k.count(pick.json)

@@ -31,9 +31,9 @@ from functools import partial
 from graphrag.core.errors import NoteNotFound
 from graphrag.wiki.approx_tokens import estimate_tokens, truncate_tokens, utf16_length
 from graphrag.wiki.focus.cut import focus_uri
-from graphrag.wiki.focus.trace import FocusFields, NoteFields, PeerList, Trace, WikiStep, group_key
+from graphrag.wiki.focus.trace import FocusFields, PeerList, Trace, WikiStep, group_key
 from graphrag.wiki.focus.types import FocusContextParams, FocusRequest, NoteNotReadable
-from graphrag.wiki.focus.walk import Walk, related_body
+from graphrag.wiki.focus.walk import Walk
 from graphrag.wiki.model import MissingWiki, PeerKey, Viewer, WikiNeed, WikiNote, display_name
 from graphrag.wiki.view import WikiView
 
@@ -208,14 +208,14 @@ class _Builder:
     # -- rendering --------------------------------------------------------------------------------
     def build(self) -> Trace:
         walk = self.walk
-        notes = {note_id: self._fields(note_id) for note_id, _, _ in self.ladder}
+        notes = {note_id: walk.fields(note_id) for note_id, _, _ in self.ladder}
         groups: dict[str, PeerList] = {}
         for key, length in self.groups.items():
             members = self.view.peers(key, length + 1)
             groups[group_key(key[0], key[1])] = PeerList(members[:length], len(members) <= length)
             walk.facts.add(f"peers:{group_key(key[0], key[1])}")
             walk.note_facts(members[:length])
-            notes.update((i, self._fields(i)) for i in members[:length] if walk.hydratable(i))
+            notes.update((i, walk.fields(i)) for i in members[:length] if walk.hydratable(i))
         return Trace(
             params=self.params,
             focus_id=walk.focus.id,
@@ -255,19 +255,4 @@ class _Builder:
             body,
             shortened,
             walk.group_of(focus),
-        )
-
-    def _fields(self, note_id: int) -> NoteFields:
-        walk = self.walk
-        note = walk.row(note_id)
-        body, truncated, cost = related_body(note.content, self.params.related_content_cap)
-        return NoteFields(
-            walk.notebook_name(note.notebook_id),
-            display_name(note.title),
-            walk.folder_path(note),
-            note.created_at_ms,
-            body,
-            truncated,
-            cost,
-            walk.group_of(note),
         )

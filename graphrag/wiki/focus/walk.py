@@ -13,11 +13,12 @@ live members that some budget may claim (so any claimed subset still leaves ``ca
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from functools import lru_cache
+from typing import TypeVar
 
 from graphrag.wiki.approx_tokens import estimate_tokens, truncate_tokens, utf16_length
-from graphrag.wiki.focus.trace import group_key
+from graphrag.wiki.focus.trace import NoteFields, group_key
 from graphrag.wiki.focus.types import FocusContextParams, FocusRequest
 from graphrag.wiki.model import (
     MissingWiki,
@@ -62,6 +63,7 @@ def _related_body(content: str | None, cap: int) -> tuple[str | None, bool, int]
 _remembered = lru_cache(maxsize=RELATED_BODIES)(_related_body)
 
 Path = tuple[int, ...]
+T = TypeVar("T")
 
 
 class Walk:
@@ -108,6 +110,21 @@ class Walk:
         if note is None:
             raise LookupError(f"note {note_id} was read as existing")
         return note
+
+    def derived(self, key: Hashable, make: Callable[[], T]) -> T:
+        """``make()``, remembered in the view (:attr:`WikiView.derived`: derived from loaded data
+        alone, so the same for every focus of the workspace) with the facts it read, which are
+        added to this walk's facts on every use."""
+        hit = self.view.derived.get(key)
+        if hit is None:
+            outer, self.facts = self.facts, set()
+            try:
+                value = make()
+            finally:
+                read, self.facts = self.facts, outer
+            hit = self.view.derived[key] = (value, frozenset(read))
+        self.facts |= hit[1]
+        return hit[0]
 
     def hydratable(self, note_id: int) -> bool:
         note = self.view.note(note_id)
@@ -227,6 +244,9 @@ class Walk:
     # -- reads ------------------------------------------------------------------------------------
     def outgoing(self, parent: int) -> list[int]:
         """Live, readable link targets of ``parent`` in row order, first row per target."""
+        return list(self.derived(("outgoing", parent, self.viewer), lambda: self._outgoing(parent)))
+
+    def _outgoing(self, parent: int) -> tuple[int, ...]:
         self.facts.add(f"links:{parent}")
         kept: list[int] = []
         for target in self.view.links(parent):
@@ -237,7 +257,7 @@ class Walk:
             self.facts.add(f"notebook:{notebook_id}")
             if self.view.access(self.viewer, notebook_id).readable:
                 kept.append(target)
-        return kept
+        return tuple(kept)
 
     def inbound(self, parent: int, depth: int) -> list[int]:
         """The referrers proposed from ``parent`` at ``depth``: focus and outgoing targets excluded."""
@@ -281,11 +301,25 @@ class Walk:
     # -- rendering --------------------------------------------------------------------------------
     def uri(self, note_id: int) -> str:
         """``FocusContextWikiUri.of``: ``[[<notebook>: <title>]]``, or ``[[<title>]]`` without one."""
+        return self.derived(("uri", note_id), lambda: self._uri(note_id))
+
+    def _uri(self, note_id: int) -> str:
         note = self.row(note_id)
         self.facts.add(f"note:{note_id}")
         name = self.notebook_name(note.notebook_id)
         title = display_name(note.title)
         return f"[[{title}]]" if name is None else f"[[{name}: {title}]]"
+
+    def fields(self, note_id: int) -> NoteFields:
+        """A related note's fields as a trace keeps them (its body cut to the related cap)."""
+        return self.derived(("fields", note_id), lambda: self._fields(note_id))
+
+    def _fields(self, note_id: int) -> NoteFields:
+        note = self.row(note_id)
+        body, truncated, cost = related_body(note.content, self.params.related_content_cap)
+        return NoteFields(self.notebook_name(note.notebook_id), display_name(note.title),
+                          self.folder_path(note), note.created_at_ms, body, truncated, cost,
+                          self.group_of(note))
 
     def notebook_name(self, notebook_id: int | None) -> str | None:
         if notebook_id is None:
