@@ -59,8 +59,10 @@ NEWER = frozenset({
 
 def test_the_report_renders_every_target_from_the_committed_results() -> None:
     # the full run predates the scale-out sections; the quick run has no 10k -> 1M scaling section
-    allowed = {"latest.json": {"scaling"},
-               "full/latest.json": {"scale", "invalidation_rabbitmq", "invalidation_cluster"}}
+    # (nor today's Doughnut at size: ``today_scale``, a section of the full run newer than it)
+    allowed = {"latest.json": {"scaling", "today_scale"},
+               "full/latest.json": {"scale", "invalidation_rabbitmq", "invalidation_cluster",
+                                    "today_scale"}}
     for name, may_lack in allowed.items():
         results = orjson.loads((RESULTS / name).read_bytes())
         markdown = render_markdown(results)
@@ -96,3 +98,21 @@ def test_an_absolute_figure_is_shown_for_information_never_as_a_miss() -> None:
     line = next(row for row in render_markdown(results).splitlines()
                 if "`memory.focus_context_bytes_per_snapshot`" in row)
     assert "**miss**" in line
+
+
+def test_todays_doughnut_at_size_is_reported_with_its_flatness_target() -> None:
+    results = orjson.loads((RESULTS / "latest.json").read_bytes())
+    run = {"processes": 1, "notes": 50_000, "snapshots": 100_000, "wall_s": 250.0,
+           "peak_rss_mb": [400], "wall_s_all_estimated": 5_000}
+    results["today_scale"] = {
+        "scaling": [{"notes": n, "ms_per_snapshot": ms, "sql_per_snapshot": 0.3}
+                    for n, ms in ((10_000, 2.0), (1_000_000, 3.2))],
+        "nightly": {"notes": 1_000_000, "live": 980_000, "pieces": 10,
+                    "by_processes": {"1": run, "2": run | {"processes": 2, "wall_s": 140.0,
+                                                           "peak_rss_mb": [390, 410]}},
+                    "speedup_2_vs_1": 1.79}}
+    markdown = render_markdown(results)
+    line = next(row for row in markdown.splitlines() if "`today_scale.scaling`" in row)
+    assert "**miss**" in line  # 3.2 / 2.0 = 1.6 > 1.5
+    assert "| 1,000,000 | 3.2 | 0.3 |" in markdown
+    assert "| 2 | 50,000 | 100,000 | 140 | 390, 410 | 5,000 |" in markdown

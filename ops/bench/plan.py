@@ -83,12 +83,16 @@ class Plan:
     drain_notes: int = 4_000
     #: live notes of the first pieces both rebuild paths compute side by side (ops.bench.full)
     full_notes: int = 4_000
+    #: notes of the largest 2026 graph the nightly section rebuilds with 1 and 2 processes (0: all;
+    #: ops.bench.today_scale); the quick run measures no such size
+    nightly_notes: int = 0
 
 
 QUICK = Plan()
 FULL = Plan(scaling_sizes=(10_000, 100_000, 1_000_000), rebuild_notes=5_000, baseline_notes=300,
             reads=50_000, http_seconds=10.0, live_notes=500, profile_notes=2_000, edits=60,
-            burst_timeout_s=300.0, drain_notes=10_000, full_notes=10_000)
+            burst_timeout_s=300.0, drain_notes=10_000, full_notes=10_000,
+            nightly_notes=50_000)
 
 _STARTED = time.perf_counter()
 

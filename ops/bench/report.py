@@ -19,7 +19,14 @@ from typing import Any
 import orjson
 
 from ops.bench.plots import PLOTS, write_plots
-from ops.bench.report_today import broker_lines, cdc_lines, cluster_lines, full_lines, today_lines
+from ops.bench.report_today import (
+    broker_lines,
+    cdc_lines,
+    cluster_lines,
+    full_lines,
+    today_lines,
+    today_scale_lines,
+)
 from ops.bench.targets import TARGETS, Target, finite
 
 __all__ = ["render_markdown", "write_report"]
@@ -233,8 +240,8 @@ def _split_lines(split: dict[str, Any] | None) -> list[str]:
 def render_markdown(results: dict[str, Any], plots: Sequence[str] = ()) -> str:
     lines = [*_header(results), "## Targets", "", *targets_table(results)]
     for part in (reader_lines, live_lines, rebuild_lines, full_lines, invalidation_lines, broker_lines,
-                 cluster_lines, cdc_lines, scale_lines, memory_lines, today_lines, scaling_lines,
-                 profile_lines):
+                 cluster_lines, cdc_lines, scale_lines, memory_lines, today_lines, today_scale_lines,
+                 scaling_lines, profile_lines):
         lines += part(results)
     if plots:
         lines += ["## Plots", ""] + [f"![{PLOTS[p]}]({p})\n" for p in plots]

@@ -130,3 +130,25 @@ def full_lines(r: dict[str, Any]) -> list[str]:
             "full path over the pieces.", "",
             "| strategy | notes (pieces) | full snapshots/s | paged | same notes | speed-up | "
             "rows/snapshot (paged) | peak RSS MB |", "|---|---|---|---|---|---|---|---|", *rows, ""]
+
+
+def today_scale_lines(r: dict[str, Any]) -> list[str]:
+    """Today's Doughnut at size (ops.bench.today_scale): the full run only."""
+    at_size = r.get("today_scale") or {}
+    if not at_size:
+        return []
+    points = [f"| {p['notes']:,} | {_fmt(p['ms_per_snapshot'])} | {_fmt(p['sql_per_snapshot'])} |"
+              for p in at_size["scaling"]]
+    nightly = at_size["nightly"]
+    runs = [f"| {n} | {x['notes']:,} | {x['snapshots']:,} | {_fmt(x['wall_s'])} | "
+            f"{', '.join(map(str, x['peak_rss_mb']))} | {x['wall_s_all_estimated']:,} |"
+            for n, x in nightly["by_processes"].items()]
+    return ["## Today's Doughnut at size", "",
+            "Focus-context cost per snapshot (batched, pages spread over the table, first pass):", "",
+            "| notes | ms/snapshot | SQL/snapshot |", "|---|---|---|", *points, "",
+            f"The nightly (full path by pieces) on the {nightly['notes']:,}-note graph "
+            f"({nightly['live']:,} live), its first pieces, with 1 and 2 fresh worker processes "
+            "sharing one queue of pieces; the last column scales the wall time to every live note "
+            "(an estimate):", "",
+            "| processes | notes | snapshots | wall s | peak RSS MB per process | all notes, s (est.) |",
+            "|---|---|---|---|---|---|", *runs, ""]

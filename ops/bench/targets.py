@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["TARGETS", "Target", "at", "finite", "scaling_spread"]
+__all__ = ["TARGETS", "Target", "at", "finite", "scaling_spread", "today_scaling_spread"]
 
 KB = 1024
 
@@ -59,7 +59,16 @@ def at(path: str) -> Callable[[dict[str, Any]], float | None]:
 
 def scaling_spread(results: dict[str, Any]) -> float | None:
     """max / min ms per snapshot over the sizes measured; None below two sizes."""
-    ms = [p["ms_per_snapshot"] for p in results.get("scaling", []) if finite(p["ms_per_snapshot"])]
+    return _spread(results.get("scaling", []))
+
+
+def today_scaling_spread(results: dict[str, Any]) -> float | None:
+    """As :func:`scaling_spread`, on today's Doughnut (the full run's ``today_scale``)."""
+    return _spread(results.get("today_scale", {}).get("scaling", []))
+
+
+def _spread(points: list[dict[str, Any]]) -> float | None:
+    ms = [p["ms_per_snapshot"] for p in points if finite(p["ms_per_snapshot"])]
     return max(ms) / min(ms) if len(ms) >= 2 and min(ms) > 0 else None
 
 
@@ -110,6 +119,8 @@ TARGETS = (
     Target("focus-context hit p50 at another tokenLimit / at the default",
            "today.reads.other_limit_ratio_p50", "<=", 2, "×", at("today.reads.other_limit_ratio_p50")),
     Target("flat cost per snapshot 10k → 1M (max/min ms)", "scaling", "<=", 1.5, "×", scaling_spread),
+    Target("flat cost per snapshot 10k → 1M, today's Doughnut (max/min ms)", "today_scale.scaling",
+           "<=", 1.5, "×", today_scaling_spread),
 )
 
 

@@ -57,7 +57,7 @@ from storage.redis.probe import memory_by_kind, packed_latencies_us
 from worker.compose import Wiring, wall_ms
 from worker.settings import load_settings
 
-__all__ = ["ensure_wiki_database", "today_section"]
+__all__ = ["STRATEGY", "ensure_wiki_database", "today_section", "today_wiring"]
 
 STRATEGY, TOKEN_LIMIT = "focus-context", 2_000
 #: the tokenLimit of the replayed reads (any other than the stored result's)
@@ -94,7 +94,7 @@ def ensure_wiki_database(bench: Bench, size: int) -> str:
     return url
 
 
-def _wiring(bench: Bench, url: str, engine: Database, name: str) -> Wiring:
+def today_wiring(bench: Bench, url: str, engine: Database, name: str) -> Wiring:
     settings = load_settings(database_url=url, redis_url=bench.redis_url,
                              redis_prefix=bench.prefix(name), schema_name="doughnut-2026",
                              strategies=STRATEGY)
@@ -197,13 +197,13 @@ def today_section(bench: Bench) -> dict[str, Any]:
 
 
 def _measure(bench: Bench, url: str, engine: Database) -> dict[str, Any]:
-    wiring = _wiring(bench, url, engine, "today")
+    wiring = today_wiring(bench, url, engine, "today")
     ids = wiring.source.live_ids_after(0, bench.plan.main_size + 1)
     foci = pages(ids, bench.plan.rebuild_notes)
     wiring.rebuild(foci[:PAGE])  # warm-up: statement caches, the tokenizer
     with counted_statements(engine) as sql:
         batched = figures(wiring.rebuild(foci), sql, len(foci))
-    baseline = _baseline(_wiring(bench, url, engine, "today-baseline"), engine,
+    baseline = _baseline(today_wiring(bench, url, engine, "today-baseline"), engine,
                          foci[: bench.plan.baseline_notes])
     live = _live(wiring.service, random.Random(bench.seed + 7).sample(ids, bench.plan.live_notes))
     bench.samples["live_focus_context_ms"] = live
@@ -213,8 +213,8 @@ def _measure(bench: Bench, url: str, engine: Database) -> dict[str, Any]:
            "sql_per_context_batched": ratio(batched["sql_statements"], batched["notes"]),
            "sql_per_context_one_at_a_time": ratio(baseline["sql_statements"], baseline["notes"]),
            "memory": _memory(bench, "today"), "reads": _reads(bench, wiring, foci),
-           "full": compare_paths(bench, engine, _wiring(bench, url, engine, "today-paged"),
-                                 _wiring(bench, url, engine, "today-full"), STRATEGY),
+           "full": compare_paths(bench, engine, today_wiring(bench, url, engine, "today-paged"),
+                                 today_wiring(bench, url, engine, "today-full"), STRATEGY),
            "users": _users(wiring, engine, foci)}
     say(f"today's Doughnut: live p50 {out['live_p50_ms']:.1f} ms, p95 {out['live_p95_ms']:.1f} ms; "
         f"rebuild {batched['snapshots_per_s']:.0f} snapshots/s; SQL per context "

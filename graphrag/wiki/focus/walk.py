@@ -312,7 +312,8 @@ class Walk:
 
     def fields(self, note_id: int) -> NoteFields:
         """A related note's fields as a trace keeps them (its body cut to the related cap)."""
-        return self.derived(("fields", note_id), lambda: self._fields(note_id))
+        cap = self.params.related_content_cap
+        return self.derived(("fields", note_id, cap), lambda: self._fields(note_id))
 
     def _fields(self, note_id: int) -> NoteFields:
         note = self.row(note_id)
