@@ -13,9 +13,9 @@ which is what Doughnut's "exclude in SQL, then LIMIT cap" returns.
 
 :attr:`WikiView.derived` keeps what computations derive from loaded data alone (a note's rendered
 fields, its URI, a parent's readable targets for a viewer), so a note shown by many foci of one
-workspace is rendered once. Loading only fills gaps, so what such an entry was read from stays as
-it was; should a load ever replace a loaded note, folder, notebook, link list or access, every
-derived entry is dropped with it.
+workspace is rendered once. A load delivers again rows already loaded (a link's target, a sampled
+referrer, a whole folder chain), normally as they were; should one ever differ from the loaded
+note, folder, notebook, link list or access, every derived entry is dropped.
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ class WikiView:
     # -- loading (called by the storage layer) ----------------------------------------------------
     def put_notes(self, notes: Iterable[WikiNote]) -> None:
         for note in notes:
-            self._replacing(note.id in self._notes)
+            self._replacing(self._notes, note.id, note)
             self._notes[note.id] = note
 
     def put_absent_notes(self, ids: Iterable[int]) -> None:
@@ -79,7 +79,7 @@ class WikiView:
 
     def put_folders(self, folders: Iterable[Folder]) -> None:
         for folder in folders:
-            self._replacing(folder.id in self._folders)
+            self._replacing(self._folders, folder.id, folder)
             self._folders[folder.id] = folder
 
     def put_absent_folders(self, ids: Iterable[int]) -> None:
@@ -88,7 +88,7 @@ class WikiView:
 
     def put_notebooks(self, notebooks: Iterable[Notebook]) -> None:
         for notebook in notebooks:
-            self._replacing(notebook.id in self._notebooks)
+            self._replacing(self._notebooks, notebook.id, notebook)
             self._notebooks[notebook.id] = notebook
 
     def put_absent_notebooks(self, ids: Iterable[int]) -> None:
@@ -97,8 +97,9 @@ class WikiView:
 
     def put_links(self, note_id: int, target_ids: Iterable[int]) -> None:
         """The targets of ``note_id``'s cache rows in row-id order, raw (duplicates and deleted kept)."""
-        self._replacing(note_id in self._links)
-        self._links[note_id] = tuple(target_ids)
+        targets = tuple(target_ids)
+        self._replacing(self._links, note_id, targets)
+        self._links[note_id] = targets
 
     def put_referrers(self, key: ReferrerKey, ordered_ids: Iterable[int], complete: bool) -> None:
         """A prefix of the referrer list of ``key``; ``complete`` when the query returned fewer rows
@@ -110,11 +111,14 @@ class WikiView:
         self._peers[key] = _longer(self._peers.get(key), _Prefix(tuple(ordered_ids), complete))
 
     def put_access(self, viewer: Viewer, notebook_id: int, access: Access) -> None:
-        self._replacing((viewer, notebook_id) in self._access)
+        self._replacing(self._access, (viewer, notebook_id), access)
         self._access[(viewer, notebook_id)] = access
 
-    def _replacing(self, loaded: bool) -> None:
-        if loaded and self.derived:
+    def _replacing(self, loaded: dict[Any, Any], key: Hashable, value: object) -> None:
+        """Drop every derived value when a load changes what was loaded under ``key`` (the
+        loaders deliver a row again with the link, sample or chain that names it: as it was, it
+        changes nothing)."""
+        if self.derived and key in loaded and loaded[key] != value:
             self.derived.clear()
 
     # -- reading ----------------------------------------------------------------------------------
