@@ -35,7 +35,7 @@ from storage.database import Database, counted_statements
 from worker.compose import Wiring
 from worker.settings import Settings, load_settings
 
-__all__ = ["compare_paths", "first_pieces"]
+__all__ = ["compare_paths", "first_pieces", "spawned_settings"]
 
 
 def first_pieces(source: NoteSource, max_notes: int, want: int) -> list[Piece]:
@@ -81,12 +81,18 @@ def compare_paths(bench: Bench, engine: Database, batched: Wiring, full: Wiring,
             "rows_per_snapshot": fast["rows_per_snapshot"], "peak_rss_mb": rss}
 
 
-def _child_peak_rss_mb(settings: Settings, pieces: list[Piece]) -> float:
-    """The peak RSS of a fresh process running the full path over ``pieces``."""
+def spawned_settings(settings: Settings, redis_prefix: str) -> dict[str, Any]:
+    """What a spawned rebuild process passes to ``load_settings``: ``settings``' database, Redis,
+    strategies and pieces, its snapshots under ``redis_prefix``."""
     names = ("database_url", "redis_url", "redis_cluster", "schema_name", "strategies", "seeds",
              "max_token_limit", "layered_limits", "rebuild_piece_notes")
-    overrides = {name: getattr(settings, name) for name in names}
-    overrides["redis_prefix"] = f"{settings.redis_prefix}-rss"  # (deleted with the run's keys)
+    return {**{name: getattr(settings, name) for name in names}, "redis_prefix": redis_prefix}
+
+
+def _child_peak_rss_mb(settings: Settings, pieces: list[Piece]) -> float:
+    """The peak RSS of a fresh process running the full path over ``pieces``."""
+    # (its keys are deleted with the run's)
+    overrides = spawned_settings(settings, f"{settings.redis_prefix}-rss")
     context = multiprocessing.get_context("spawn")
     with context.Pool(1) as pool:
         kb: int = pool.apply(_full_path_peak_kb, (overrides, [p.ids for p in pieces]))

@@ -22,7 +22,7 @@ import resource
 import time
 from typing import Any
 
-from ops.bench.full import first_pieces
+from ops.bench.full import first_pieces, spawned_settings
 from ops.bench.graph import pages
 from ops.bench.plan import PAGE, Bench, BenchError, figures, ratio, say
 from ops.bench.today import ensure_wiki_database, today_wiring
@@ -31,11 +31,6 @@ from worker.compose import Wiring
 from worker.settings import load_settings
 
 __all__ = ["today_scaling_section"]
-
-#: settings a spawned rebuild process takes over from its parent's wiring
-_CARRIED = ("database_url", "redis_url", "redis_cluster", "schema_name", "strategies", "seeds",
-            "max_token_limit", "rebuild_piece_notes", "redis_prefix")
-
 
 def today_scaling_section(bench: Bench) -> dict[str, Any]:
     """Both parts (module docstring); empty in the quick run, which measures one size."""
@@ -84,8 +79,7 @@ def _nightly(bench: Bench, size: int) -> dict[str, Any]:
 def _processes(bench: Bench, wiring: Wiring, pieces: list[list[int]], processes: int,
                live: int) -> dict[str, Any]:
     """The pieces rebuilt by ``processes`` fresh processes sharing one queue of pieces."""
-    overrides = {name: getattr(wiring.settings, name) for name in _CARRIED}
-    overrides["redis_prefix"] = bench.prefix(f"today-nightly-{processes}")
+    overrides = spawned_settings(wiring.settings, bench.prefix(f"today-nightly-{processes}"))
     context = multiprocessing.get_context("spawn")
     todo, done = context.Queue(), context.Queue()
     for piece in pieces:
