@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import orjson
 import pytest
 
 from graphrag.core.batch import run_batch
@@ -136,6 +137,16 @@ def test_a_parsed_trace_reads_its_ladder_and_notes_as_the_built_one_does() -> No
     with pytest.raises(IndexError):
         parsed.wiki[-len(traced.wiki) - 1]
     assert dict(parsed.notes) == dict(traced.notes)
+
+
+def test_a_trace_writes_the_same_json_each_time_and_after_a_round_trip() -> None:
+    # (a note's member and the parameters are built once and reused by every trace written)
+    traced = _any_trace()
+    written = orjson.dumps(traced.to_json())
+    assert orjson.dumps(traced.to_json()) == written
+    assert orjson.dumps(Trace.from_json(orjson.loads(written)).to_json()) == written
+    traced.to_json()["params"]["max_depth"] = 99  # a caller's copy, not the remembered one
+    assert orjson.dumps(traced.to_json()) == written and b'"max_depth":99' not in written
 
 
 def _any_trace() -> Trace:

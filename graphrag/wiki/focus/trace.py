@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, overload
 
 from graphrag.wiki.focus.types import FocusContextParams
@@ -57,6 +58,13 @@ class NoteFields:
     content_truncated: bool
     cost: int
     group: str | None
+
+    @cached_property
+    def json_form(self) -> dict[str, Any]:
+        """The note's member of a trace's ``notes``, built once per instance: a view derives a
+        note's fields once (graphrag.wiki.focus.walk) and every trace showing the note writes
+        them. Shared: read it, never change it."""
+        return _note_out(self)
 
 
 @dataclass(frozen=True)
@@ -129,7 +137,7 @@ class Trace:
             "sampleSiblings": None if self.sample_siblings is None else list(self.sample_siblings),
             "wiki": [{"id": s.note_id, "depth": s.depth, "path": list(s.path)} for s in self.wiki],
             "wikiComplete": self.wiki_complete,
-            "notes": {str(i): _note_out(n) for i, n in sorted(self.notes.items())},
+            "notes": {str(i): n.json_form for i, n in sorted(self.notes.items())},
             "groups": {k: {"ids": list(g.ids), "complete": g.complete} for k, g in self.groups.items()},
             "facts": sorted(self.facts),
         }
