@@ -57,7 +57,7 @@ from storage.redis.probe import memory_by_kind, packed_latencies_us
 from worker.compose import Wiring, wall_ms
 from worker.settings import load_settings
 
-__all__ = ["STRATEGY", "ensure_wiki_database", "today_section", "today_wiring"]
+__all__ = ["STRATEGY", "ensure_wiki_database", "today_section", "today_wiring", "warmed_rebuild"]
 
 STRATEGY, TOKEN_LIMIT = "focus-context", 2_000
 #: the tokenLimit of the replayed reads (any other than the stored result's)
@@ -101,6 +101,14 @@ def today_wiring(bench: Bench, url: str, engine: Database, name: str) -> Wiring:
     wiring = Wiring(settings, redis_client=bench.client)
     wiring.source = open_source(engine, "doughnut-2026")
     return wiring
+
+
+def warmed_rebuild(wiring: Wiring, engine: Database, foci: Sequence[int]) -> dict[str, Any]:
+    """The figures of the batched rebuild of ``foci`` after a one-page warm-up (statement caches,
+    the tokenizer)."""
+    wiring.rebuild(foci[:PAGE])
+    with counted_statements(engine) as sql:
+        return figures(wiring.rebuild(foci), sql, len(foci))
 
 
 def _live(service: ContextService, foci: Sequence[int]) -> list[float]:
@@ -200,9 +208,7 @@ def _measure(bench: Bench, url: str, engine: Database) -> dict[str, Any]:
     wiring = today_wiring(bench, url, engine, "today")
     ids = wiring.source.live_ids_after(0, bench.plan.main_size + 1)
     foci = pages(ids, bench.plan.rebuild_notes)
-    wiring.rebuild(foci[:PAGE])  # warm-up: statement caches, the tokenizer
-    with counted_statements(engine) as sql:
-        batched = figures(wiring.rebuild(foci), sql, len(foci))
+    batched = warmed_rebuild(wiring, engine, foci)
     baseline = _baseline(today_wiring(bench, url, engine, "today-baseline"), engine,
                          foci[: bench.plan.baseline_notes])
     live = _live(wiring.service, random.Random(bench.seed + 7).sample(ids, bench.plan.live_notes))

@@ -24,9 +24,9 @@ from typing import Any
 
 from ops.bench.full import first_pieces, spawned_settings
 from ops.bench.graph import pages
-from ops.bench.plan import PAGE, Bench, BenchError, figures, ratio, say
-from ops.bench.today import ensure_wiki_database, today_wiring
-from storage.database import close_engine, counted_statements, open_engine
+from ops.bench.plan import Bench, BenchError, ratio, say
+from ops.bench.today import ensure_wiki_database, today_wiring, warmed_rebuild
+from storage.database import close_engine, open_engine
 from worker.compose import Wiring
 from worker.settings import load_settings
 
@@ -47,9 +47,7 @@ def _scaling_point(bench: Bench, size: int) -> dict[str, Any]:
     try:
         wiring = today_wiring(bench, url, engine, f"today-scale-{size}")
         foci = pages(wiring.source.live_ids_after(0, size + 1), bench.plan.scaling_notes)
-        wiring.rebuild(foci[:PAGE])  # warm-up: statement caches, the tokenizer
-        with counted_statements(engine) as sql:
-            first = figures(wiring.rebuild(foci), sql, len(foci))
+        first = warmed_rebuild(wiring, engine, foci)
     finally:
         close_engine(engine)
     say(f"today's Doughnut at {size:,} notes: {first['ms_per_snapshot']:.2f} ms/snapshot, "

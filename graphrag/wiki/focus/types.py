@@ -12,7 +12,7 @@ The result classes mirror Doughnut's DTOs ``FocusContextResult``, ``FocusContext
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from functools import lru_cache
+from functools import cached_property
 from typing import Any
 
 from graphrag.core.errors import Forbidden, GraphRagError, InvalidParameter
@@ -61,18 +61,17 @@ class FocusContextParams:
         return related * self.wiki_share_numerator // self.wiki_share_denominator
 
     def to_json(self) -> dict[str, Any]:
-        """The members as a new dict (from one conversion per parameter set: every trace writes
-        them)."""
-        return dict(_params_json(self))
+        """The members as a new dict (copied from one conversion per instance: every trace writes
+        its parameters)."""
+        return dict(self._members)
+
+    @cached_property
+    def _members(self) -> dict[str, Any]:
+        return asdict(self)
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> FocusContextParams:
         return FocusContextParams(**data)
-
-
-@lru_cache(maxsize=16)
-def _params_json(params: FocusContextParams) -> dict[str, Any]:
-    return asdict(params)
 
 
 @dataclass(frozen=True)
