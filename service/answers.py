@@ -23,8 +23,7 @@ from graphrag import InvalidParameter, check_note_id, get_strategy, slice_result
 from graphrag.core.params import MAX_TOKEN_LIMIT_CEILING
 from graphrag.tree.markdown import graph_markdown
 from graphrag.wiki.focus.render import markdown_json
-from graphrag.wiki.focus.strategy import WikiOutcome, replay
-from graphrag.wiki.focus.trace import Trace
+from graphrag.wiki.focus.strategy import WikiOutcome, replay, replay_json
 from graphrag.wiki.model import Viewer
 from service.envelope import Envelope, SnapshotKey, key_limit
 
@@ -147,10 +146,11 @@ def _traced_body(envelope: Envelope, ask: Ask) -> Answer:
     if ready(envelope, ask):
         return Answer(envelope.result_json)
     assert envelope.trace is not None
-    return outcome_body(replay(Trace.from_json(envelope.trace), ask.token_limit), ask)
+    if ask.fmt == "json":
+        return Answer(replay_json(envelope.trace, ask.token_limit))
+    return outcome_body(replay(envelope.trace, ask.token_limit), ask)
 
 
 def trace_viewer(envelope: Envelope) -> Viewer | None:
     """Whose view a trace snapshot holds (its focus notebook's owner)."""
-    data = (envelope.trace or {}).get("viewer")
-    return Viewer.from_json(data) if isinstance(data, dict) else None
+    return None if envelope.trace is None else envelope.trace.viewer

@@ -36,6 +36,7 @@ from graphrag.core import strategy as registry
 from graphrag.core.errors import InvalidParameter
 from graphrag.tree.render import loads as loads_json
 from graphrag.wiki.focus.strategy import WikiOutcome
+from graphrag.wiki.focus.trace import Trace
 from service.packing import PackedTrace, is_packed, pack, unpack
 
 __all__ = ["SCHEMA", "Envelope", "Fact", "SnapshotKey", "decode_envelope", "is_fresh", "key_limit"]
@@ -108,13 +109,11 @@ class Envelope:
         return self.packed.inflate() if self.packed is not None else self.trace_json
 
     @cached_property
-    def trace(self) -> dict[str, Any] | None:
+    def trace(self) -> Trace | None:
         """The parsed trace, parsed the first time it is needed (a read at the stored tokenLimit
-        by the owner never is)."""
-        if self.trace_bytes is None:
-            return None
-        parsed: dict[str, Any] = loads_json(self.trace_bytes)
-        return parsed
+        by the owner never is): its first line, its notes as a replay reads them
+        (graphrag.wiki.focus.trace)."""
+        return None if self.trace_bytes is None else Trace.from_bytes(self.trace_bytes)
 
     def __eq__(self, other: object) -> bool:
         """Equal members, a packed trace compared by its inflated bytes."""
@@ -154,8 +153,8 @@ class Envelope:
 
     def to_json(self) -> dict[str, Any]:
         """The stored layout, parsed."""
-        out = self._header() | {"result": self.result}
-        return out if self.trace is None else out | {"trace": self.trace}
+        trace = {} if self.trace is None else {"trace": self.trace.to_json()}
+        return self._header() | trace | {"result": self.result}
 
     def _header(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -167,8 +166,7 @@ class Envelope:
             "configHash": self.config_hash, "resultCrc32": zlib.crc32(self.result_json),
         }
         if self.trace_bytes is not None:
-            out |= {"resultTokenLimit": self.result_limit, "traceCrc32": zlib.crc32(self.trace_bytes),
-                    "trace": orjson.Fragment(self.trace_bytes)}
+            out |= {"resultTokenLimit": self.result_limit, "traceCrc32": zlib.crc32(self.trace_bytes)}
         return out
 
     def encode(self) -> bytes:
@@ -176,7 +174,6 @@ class Envelope:
         snapshot packed (service.packing)."""
         header = self._header()
         if self.trace_bytes is not None:
-            del header["trace"]
             return pack(header, self.result_json, self.trace_bytes)
         return orjson.dumps(header | {"result": orjson.Fragment(self.result_json)})
 
@@ -206,7 +203,7 @@ class Envelope:
             max_token_limit=request.sizing_limit, focus_tokens=0, related_tokens=(),
             depends_on=tuple(sorted(outcome.depends_on())), config_hash=config_hash,
             result_json=outcome.to_json(),
-            trace_json=orjson.dumps(outcome.trace.to_json()), result_limit=request.token_limit,
+            trace_json=outcome.trace.to_bytes(), result_limit=request.token_limit,
         )
 
 

@@ -1,46 +1,81 @@
-"""The packed form of a trace snapshot: a JSON header line, then one zlib stream (docs/redis.md).
+"""The packed form of a trace snapshot: a JSON header line, then two zstd frames (docs/redis.md).
 
 A focus-context snapshot carries its result at the default tokenLimit (about 12 KB) and the trace
-every other tokenLimit is replayed from (about 30 KB), and the trace repeats most of the result's
-text. Stored as JSON they took 47 KB per snapshot; packed they take about a quarter of that:
+every other tokenLimit is replayed from (about 35 KB), and the trace repeats most of the result's
+text. Stored as JSON they took 47 KB per snapshot; packed they take about a fifth of that:
 
-    <header: a compact JSON object>\\n<zlib stream (RFC 1950) of the result bytes, then the trace bytes>
+    <header: a compact JSON object>\\n<zstd frame of the result><zstd frame of the trace>
 
 * A compact JSON object never holds a raw newline (inside a string it is written ``\\n``), so the
   first newline byte ends the header, and a value without one is the plain JSON layout.
-* The result comes first in the stream, so a read at the default tokenLimit inflates only its
-  ``resultBytes`` and stops: the trace is inflated only for a replay or another viewer. Putting
-  the trace after the result lets zlib's 32 KB window find the text they share.
-* Level 3: a rebuild pays about 0.3 ms per snapshot for it (of about 5 ms), 7% fewer bytes than
-  level 1 for 0.07 ms more; level 6 saves 8% more for another 0.35 ms (the 100k bench graph).
-* Any JVM reads it with ``java.util.zip.Inflater``; the checksums in the header (``resultCrc32``,
-  ``traceCrc32``: ``java.util.zip.CRC32``) are of the inflated bytes, as in the JSON layout.
+* The first frame is the result alone (``resultFrameBytes`` long), so a read at the default
+  tokenLimit decompresses only it. The second is the trace, compressed with the result's bytes as
+  a raw-content dictionary: zstd finds the text the two share as a single stream would, and a
+  replay decompresses the trace without decompressing the result again.
+* Level 3, measured on the 100k bench graph beside zlib level 3 (the packing before): 21% fewer
+  bytes, a third of the time to compress and about half the time to decompress the trace.
+* Any JVM reads it with zstd-jni (``Zstd.decompress``; the trace with the result bytes loaded as
+  its dictionary, which zstd takes as raw content since it does not start with the dictionary
+  magic); the checksums in the header (``resultCrc32``, ``traceCrc32``: ``java.util.zip.CRC32``) are
+  of the decompressed bytes, as in the JSON layout.
+* A value packed the way earlier versions did (``"packing": "zlib"``: one zlib stream of the result,
+  then the trace) is still read, so snapshots written before an upgrade stay served until rebuilt.
 
-:func:`unpack` never raises: a header that does not parse, a stream that does not inflate to the
-lengths and checksums the header names, is None (a miss). The trace is checked when it is inflated.
+:func:`unpack` never raises: a header that does not parse, a frame that does not decompress to the
+lengths and checksums the header names, is None (a miss). The trace is checked when it is needed.
 """
 
 from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
+import zstandard
 
 __all__ = ["PACKING", "PackedTrace", "is_packed", "pack", "unpack"]
 
-PACKING = "zlib"
+PACKING = "zstd"
+LEGACY = "zlib"
 LEVEL = 3
 _NEWLINE = b"\n"
 _MAX_BYTES = 2**31
+_RAW = zstandard.DICT_TYPE_RAWCONTENT
+
+
+class PackedTrace(Protocol):
+    """A packed value's trace, still compressed."""
+
+    def inflate(self) -> bytes | None:
+        """The trace's bytes, or None when the value does not hold the trace its header names."""
 
 
 @dataclass(frozen=True)
-class PackedTrace:
-    """The trace of a packed value, still compressed: inflated and checked when it is asked for,
-    from where inflating the result stopped (``after_result``: that inflater, copied for each use,
-    so a shared envelope inflates safely from any thread; ``tail``: the stream it had not read)."""
+class _ZstdTrace:
+    """The trace frame and the result it was compressed against, decompressed (and checked)
+    when it is asked for; a fresh decompressor each time, so a shared envelope is safe to read
+    from any thread."""
+
+    result: bytes = field(repr=False)
+    frame: bytes = field(repr=False)
+    trace_bytes: int
+    trace_crc32: int
+
+    def inflate(self) -> bytes | None:
+        try:
+            if zstandard.frame_content_size(self.frame) != self.trace_bytes:
+                return None
+            trace = _decompressor(self.result).decompress(self.frame)
+        except zstandard.ZstdError:
+            return None
+        return trace if zlib.crc32(trace) == self.trace_crc32 else None
+
+
+@dataclass(frozen=True)
+class _ZlibTrace:
+    """A legacy value's trace: from where inflating the result stopped (``after_result``: that
+    inflater, copied for each use; ``tail``: the stream it had not read)."""
 
     after_result: Any = field(repr=False)
     tail: bytes = field(repr=False)
@@ -48,8 +83,6 @@ class PackedTrace:
     trace_crc32: int
 
     def inflate(self) -> bytes | None:
-        """The trace's bytes, or None when the stream does not hold the trace the header names (the
-        stream's own Adler-32 is checked at its end, then the header's length and CRC-32)."""
         inflater = self.after_result.copy()
         try:
             trace: bytes = inflater.decompress(self.tail, self.trace_bytes + 1)
@@ -60,10 +93,18 @@ class PackedTrace:
         return trace
 
 
+def _decompressor(result: bytes) -> zstandard.ZstdDecompressor:
+    return zstandard.ZstdDecompressor(dict_data=zstandard.ZstdCompressionDict(result, dict_type=_RAW))
+
+
 def pack(header: dict[str, Any], result: bytes, trace: bytes) -> bytes:
-    """The packed value of ``header`` (without ``result`` and ``trace``), ``result`` and ``trace``."""
-    sizes = {"packing": PACKING, "resultBytes": len(result), "traceBytes": len(trace)}
-    return orjson.dumps(header | sizes) + _NEWLINE + zlib.compress(result + trace, LEVEL)
+    """The packed value of ``header`` (without the sizes), ``result`` and ``trace``."""
+    first = zstandard.ZstdCompressor(level=LEVEL).compress(result)
+    against = zstandard.ZstdCompressionDict(result, dict_type=_RAW)
+    second = zstandard.ZstdCompressor(level=LEVEL, dict_data=against).compress(trace)
+    sizes = {"packing": PACKING, "resultBytes": len(result), "traceBytes": len(trace),
+             "resultFrameBytes": len(first)}
+    return orjson.dumps(header | sizes) + _NEWLINE + first + second
 
 
 def is_packed(raw: bytes) -> bool:
@@ -80,21 +121,43 @@ def unpack(raw: bytes) -> tuple[dict[str, Any], bytes, PackedTrace] | None:
         return None
     if not _sized(header):
         return None
-    inflater, size, stream = zlib.decompressobj(), header["resultBytes"], raw[at + 1:]
+    stream = raw[at + 1:]
+    opened = _zstd(header, stream) if header["packing"] == PACKING else _zlib(header, stream)
+    if opened is None or zlib.crc32(opened[0]) != header["resultCrc32"]:
+        return None
+    return header, opened[0], opened[1]
+
+
+def _zstd(header: dict[str, Any], stream: bytes) -> tuple[bytes, PackedTrace] | None:
+    split = header.get("resultFrameBytes")
+    if type(split) is not int or not 0 < split <= len(stream):
+        return None
+    first = stream[:split]
+    try:
+        if zstandard.frame_content_size(first) != header["resultBytes"]:
+            return None
+        result = zstandard.ZstdDecompressor().decompress(first)
+    except zstandard.ZstdError:
+        return None
+    return result, _ZstdTrace(result, stream[split:], header["traceBytes"], header["traceCrc32"])
+
+
+def _zlib(header: dict[str, Any], stream: bytes) -> tuple[bytes, PackedTrace] | None:
+    inflater, size = zlib.decompressobj(), header["resultBytes"]
     try:
         result = inflater.decompress(stream, size) if size else b""
     except zlib.error:
         return None
-    if len(result) != size or zlib.crc32(result) != header["resultCrc32"]:
+    if len(result) != size:
         return None
     tail = inflater.unconsumed_tail if size else stream
-    return header, result, PackedTrace(inflater, tail, header["traceBytes"], header["traceCrc32"])
+    return result, _ZlibTrace(inflater, tail, header["traceBytes"], header["traceCrc32"])
 
 
 def _sized(header: Any) -> bool:
-    """A header object naming this packing, both lengths (below 2 GiB: what a snapshot could never
-    reach, and what zlib takes as a length) and both checksums as integers."""
-    if not isinstance(header, dict) or header.get("packing") != PACKING:
+    """A header object naming a known packing, both lengths (below 2 GiB: what a snapshot could
+    never reach, and what zlib takes as a length) and both checksums as integers."""
+    if not isinstance(header, dict) or header.get("packing") not in (PACKING, LEGACY):
         return False
     bounds = {"resultBytes": _MAX_BYTES, "traceBytes": _MAX_BYTES, "resultCrc32": 2**32,
               "traceCrc32": 2**32}

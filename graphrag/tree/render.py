@@ -7,12 +7,12 @@ and ``:``, non-ASCII not escaped), which is also exactly what a note's token cos
 from __future__ import annotations
 
 import datetime as dt
-import json
 from collections.abc import Sequence
 from typing import Any
 
 import orjson
 
+from graphrag.core.jsonload import loads
 from graphrag.tree.model import Relation, Row
 
 __all__ = [
@@ -108,15 +108,3 @@ def focus_note(
 def dumps(value: Any) -> bytes:
     """Compact JSON bytes as Doughnut emits them."""
     return orjson.dumps(value)
-
-
-def loads(data: bytes | str) -> Any:
-    """Parse JSON that may hold a lone surrogate escape such as ``\\uD83D``: Doughnut's Java cuts a
-    body after a UTF-16 unit and Jackson escapes the half pair, which is valid JSON that orjson
-    refuses; the standard library reads it (into a lone surrogate code point). orjson otherwise."""
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError as err:
-        if "surrogate" not in str(err):
-            raise
-        return json.loads(data)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import time
 import uuid
-import zlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import orjson
 import redis
+import zstandard
 
 from graphrag.core.errors import CacheUnavailable
 from graphrag.tree.render import loads as loads_json
@@ -90,14 +90,15 @@ def get_latencies_us(client: Any, keys: Sequence[str]) -> list[float]:
 
 def packed_latencies_us(client: Any, keys: Sequence[str]) -> list[float]:
     """Microseconds of a bare client's read of each packed snapshot's default answer: ``GET``, the
-    header line parsed, its ``resultBytes`` inflated and parsed (a result may hold a lone surrogate
+    header line parsed, its result's frame decompressed and parsed (a result may hold a lone surrogate
     escape, which only the fallback parser reads)."""
     clock, loads, out = time.perf_counter_ns, orjson.loads, []
     with _translated("GET"):
         for key in keys:
             started = clock()
             header, _, stream = client.get(key).partition(b"\n")
-            loads_json(zlib.decompressobj().decompress(stream, loads(header)["resultBytes"]))
+            loads_json(zstandard.ZstdDecompressor().decompress(
+                stream[:loads(header)["resultFrameBytes"]]))
             out.append((clock() - started) / 1000)
     return out
 

@@ -14,12 +14,17 @@ from typing import Any
 
 import orjson
 import pytest
+import zstandard
 
+from graphrag.wiki.focus.context import Trace, cut
+from graphrag.wiki.focus.render import result_json
+from graphrag.wiki.focus.strategy import replay_json
 from service.envelope import Envelope, SnapshotKey, decode_envelope, is_fresh
 from tests.contracts.backends import SOFT_TTL_S
 from tests.contracts.cache_contract import CacheContract, envelope, wf, write
 from tests.redis.readers import snapshot_of
 from tests.support import NOW_MS
+from tests.wiki_support import one_notebook, trace_of
 
 
 class DecodingContract(CacheContract):
@@ -57,13 +62,25 @@ class DecodingContract(CacheContract):
     def test_a_trace_is_kept_packed_and_inflated_only_when_asked(self, store: Any) -> None:
         env = _traced()
         data = env.encode()
-        _, _, stream = data.partition(b"\n")
-        assert zlib.decompress(stream) == env.result_json + env.trace_bytes  # type: ignore[operator]
+        header, _, stream = data.partition(b"\n")
+        split = orjson.loads(header)["resultFrameBytes"]
+        assert zstandard.ZstdDecompressor().decompress(stream[:split]) == env.result_json
         got = decode_envelope(data)
         assert got is not None and got.packed is not None and got.trace_json is None
         assert "trace_bytes" not in got.__dict__  # the trace was not inflated by decoding
-        assert got == env and got.trace == orjson.loads(env.trace_bytes or b"")
-        assert got.to_json()["trace"] == got.trace
+        assert got == env and got.trace == Trace.from_bytes(env.trace_bytes or b"")
+        assert got.trace is not None and got.to_json()["trace"] == got.trace.to_json()
+        assert replay_json(got.trace, 100) == result_json(cut(_TRACE, 100))
+
+    def test_a_value_packed_as_before_is_still_read(self, store: Any) -> None:
+        env = _legacy_traced()  # one zlib stream of the result and the trace's JSON form
+        header = orjson.loads(env.encode().partition(b"\n")[0])
+        fields = header | {"packing": "zlib"}
+        del fields["resultFrameBytes"]
+        stream = zlib.compress(env.result_json + (env.trace_bytes or b""), 3)
+        got = decode_envelope(orjson.dumps(fields) + b"\n" + stream)
+        assert got is not None and got == env and got.trace == _PLAIN_TRACE
+        assert decode_envelope(orjson.dumps(fields) + b"\n" + stream[:-4]).trace is None  # type: ignore[union-attr]
 
     def test_a_header_of_any_length_is_found(self, store: Any) -> None:
         many = tuple(f"links:{i}" for i in range(2_000))  # a hub's facts: a header of tens of KB
@@ -85,8 +102,11 @@ class DecodingContract(CacheContract):
             packed(packing="brotli"), packed(traceCrc32=None), packed(resultTokenLimit=None),
             packed(schema=2), packed(resultBytes=2**63), packed(traceBytes=2**64 - 1),
             packed(resultCrc32=2**32 + fields["resultCrc32"]),
-            header + b"\n" + stream[:8], header + b"\n" + b"not zlib",
+            header + b"\n" + stream[:8], header + b"\n" + b"not zstd",
             b"{" + b"\n" + stream, header[:-1] + b"\n" + stream,
+            packed(resultFrameBytes=None), packed(resultFrameBytes=0),
+            packed(resultFrameBytes=fields["resultFrameBytes"] - 1),
+            packed(resultFrameBytes=len(stream) + 1), packed(packing="zlib"),
         ]
         assert [d for d in bad if decode_envelope(d) is not None] == []
         # the trace is checked when it is inflated (the header's checksum, the stream's own at its
@@ -97,14 +117,14 @@ class DecodingContract(CacheContract):
             assert odd.result_json == env.result_json
 
     def test_a_trace_in_the_json_layout_is_still_read(self, store: Any) -> None:
-        env = _traced()
+        env = _legacy_traced()
         trace = orjson.loads(env.trace_bytes or b"")
         data = orjson.dumps(env.to_json())  # as written before packing
         got = decode_envelope(data)
         assert got is not None and got.trace_json is not None and got == env
         header = {k: v for k, v in env.to_json().items() if k not in ("trace", "result")}
         bad = [
-            data.replace(b'"title":"a', b'"title":"b'),  # a trace its checksum does not match
+            data.replace(b'"cost":', b'"cost":1', 1),  # a trace its checksum does not match
             orjson.dumps({**header, "traceCrc32": None, "trace": trace, "result": env.result}),
             orjson.dumps({**header, "result": env.result}),  # a checksum without its trace
             orjson.dumps({k: v for k, v in header.items() if k != "traceCrc32"}
@@ -136,10 +156,27 @@ class DecodingContract(CacheContract):
         assert not is_fresh(env, NOW_MS, soft_ttl_s=store.soft_ttl_s, config_hash="other")
 
 
-def _traced() -> Envelope:
-    trace = {"format": 1, "focusId": 1, "notes": {"2": {"title": "a \\uD83D cut"}}}
+def _a_trace(*contents: str) -> Trace:
+    graph, nb = one_notebook()
+    focus = graph.note("F", nb, content="focus")
+    for k, content in enumerate(contents):
+        graph.link(focus, graph.note(f"T{k}", nb, content=content))
+    return trace_of(graph, focus)
+
+
+_TRACE = _a_trace("a \ud83d cut", "plain", "x" * 3000)
+#: without a lone surrogate: the JSON layout of the whole envelope is written by orjson
+_PLAIN_TRACE = _a_trace("plain", "x" * 3000)
+
+
+def _traced(trace: Trace = _TRACE) -> Envelope:
     return replace(envelope(1, 0, []), strategy="focus-context", seed=None, result_limit=2000,
-                   trace_json=orjson.dumps(trace))
+                   trace_json=trace.to_bytes(), result_json=result_json(cut(trace, 2000)))
+
+
+def _legacy_traced() -> Envelope:
+    """A trace in its JSON form, as written before format 2."""
+    return replace(_traced(_PLAIN_TRACE), trace_json=orjson.dumps(_PLAIN_TRACE.to_json()))
 
 
 class TestMemoryCache(DecodingContract):

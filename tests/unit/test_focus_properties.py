@@ -29,6 +29,7 @@ from graphrag.wiki.focus.context import (
     RelatedNoteOut,
     Trace,
     cut,
+    cut_json,
     focus_context,
 )
 from graphrag.wiki.focus.render import render_markdown, result_json
@@ -51,6 +52,7 @@ CONTENTS = [
     "z" * 2000,
     " \n ",
     "y" * 8000,
+    'ctl\x1a\x00"q\\u001a',
 ]
 SWEEP = (1, 2, 5, 6, 50, 99, 100, 101, 500, 1999, 2000, 2001)
 VIEWERS = [None, Viewer(user_id=1), Viewer(user_id=2), Viewer(circle_id=1)]
@@ -155,12 +157,17 @@ def test_one_trace_cuts_to_the_live_result_and_to_doughnuts_procedure_for_every_
 
 @SETTINGS
 @given(cases())
-def test_a_trace_survives_json_storage(case: Case) -> None:
+def test_a_trace_survives_storage_in_both_forms_and_a_replay_joins_the_same_bytes(case: Case) -> None:
     traced = case.trace()
-    stored = Trace.from_json(orjson.loads(orjson.dumps(traced.to_json())))
-    assert stored == traced
+    stored = Trace.from_bytes(traced.to_bytes())
+    legacy = Trace.from_bytes(orjson.dumps(traced.to_json()))  # the JSON form, written before
+    assert stored == traced == legacy
     for budget in case.budgets():
-        assert result_json(cut(stored, budget)) == result_json(cut(traced, budget))
+        want = result_json(cut(traced, budget))
+        assert cut_json(stored, budget) == cut_json(traced, budget) == want
+        assert result_json(cut(stored, budget)) == result_json(cut(legacy, budget)) == want
+        markdown = render_markdown(cut(traced, budget), case.max_depth)
+        assert render_markdown(cut(stored, budget), case.max_depth) == markdown
 
 
 @SETTINGS

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import orjson
 import pytest
 
@@ -124,11 +126,10 @@ def test_a_batch_of_foci_shares_its_rounds() -> None:
     assert all(not isinstance(r, Exception) for r in results.values())
 
 
-def test_a_parsed_trace_reads_its_ladder_and_notes_as_the_built_one_does() -> None:
-    from graphrag.wiki.focus.trace import Trace as Parsed
-
+@pytest.mark.parametrize("form", ["stored", "json"])
+def test_a_parsed_trace_reads_its_ladder_and_notes_as_the_built_one_does(form: str) -> None:
     traced = _any_trace()
-    parsed = Parsed.from_json(traced.to_json())
+    parsed = Trace.from_bytes(traced.to_bytes() if form == "stored" else orjson.dumps(traced.to_json()))
     assert parsed == traced and list(parsed.wiki) == list(traced.wiki)
     if traced.wiki:
         assert parsed.wiki[-1] == traced.wiki[-1] and parsed.wiki[0] == traced.wiki[0]
@@ -136,17 +137,33 @@ def test_a_parsed_trace_reads_its_ladder_and_notes_as_the_built_one_does() -> No
         parsed.wiki[len(traced.wiki)]
     with pytest.raises(IndexError):
         parsed.wiki[-len(traced.wiki) - 1]
-    assert dict(parsed.notes) == dict(traced.notes)
+    assert dict(parsed.notes) == dict(traced.notes) and len(parsed.notes) == len(traced.notes) > 0
+    assert all(parsed.cost_of(i) == n.cost and parsed.fragments_of(i) == n.fragments
+               for i, n in traced.notes.items())
+    assert parsed.cost_of(max(traced.notes) + 1) is None
 
 
-def test_a_trace_writes_the_same_json_each_time_and_after_a_round_trip() -> None:
-    # (a note's member and the parameters are built once and reused by every trace written)
+def test_a_trace_writes_the_same_bytes_each_time_and_after_a_round_trip() -> None:
+    # (a note's fragments, its member and the parameters are built once and reused by every
+    # trace written)
     traced = _any_trace()
-    written = orjson.dumps(traced.to_json())
-    assert orjson.dumps(traced.to_json()) == written
-    assert orjson.dumps(Trace.from_json(orjson.loads(written)).to_json()) == written
+    written, json_form = traced.to_bytes(), orjson.dumps(traced.to_json())
+    assert traced.to_bytes() == written and Trace.from_bytes(written).to_bytes() == written
+    assert orjson.dumps(Trace.from_json(orjson.loads(json_form)).to_json()) == json_form
     traced.to_json()["params"]["max_depth"] = 99  # a caller's copy, not the remembered one
-    assert orjson.dumps(traced.to_json()) == written and b'"max_depth":99' not in written
+    assert orjson.dumps(traced.to_json()) == json_form and b'"max_depth":99' not in json_form
+    assert traced.to_bytes() == written
+
+
+@pytest.mark.parametrize("damage", [
+    lambda b: b.replace(b'"format":2', b'"format":3'),
+    lambda b: b.rsplit(b"\n", 1)[0],  # a note's line missing
+    lambda b: b + b"\n{}",  # a line too many
+    lambda b: b.replace(b'"noteCosts":[', b'"noteCosts":[1,'),
+])
+def test_a_stored_trace_whose_lines_do_not_match_its_first_line_is_refused(damage: Any) -> None:
+    with pytest.raises(ValueError):
+        Trace.from_bytes(damage(_any_trace().to_bytes()))
 
 
 def _any_trace() -> Trace:

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Generator
 
 from graphrag.wiki.focus.build import budget_bounds, trace
-from graphrag.wiki.focus.cut import cut
+from graphrag.wiki.focus.cut import cut, cut_json
 from graphrag.wiki.focus.trace import Trace
 from graphrag.wiki.focus.types import (
     FocusContextParams,
@@ -47,6 +47,7 @@ __all__ = [
     "TraceTooSmall",
     "budget_bounds",
     "cut",
+    "cut_json",
     "focus_context",
     "trace",
 ]

@@ -18,13 +18,15 @@ For a combined budget B (``tokenLimit``), as ``FocusContextRetrievalService.retr
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from graphrag.wiki.approx_tokens import estimate_tokens, truncate_tokens, utf16_length
+from graphrag.wiki.focus.render import focus_json, related_json, results_json
 from graphrag.wiki.focus.trace import NoteFields, Trace, WikiStep
 from graphrag.wiki.focus.types import FocusContextResult, FocusNoteOut, RelatedNoteOut, TraceTooSmall
 
-__all__ = ["cut", "focus_uri"]
+__all__ = ["cut", "cut_json", "focus_uri"]
 
 
 def focus_uri(title: str) -> str:
@@ -40,8 +42,29 @@ class _Anchor:
     group: str | None
 
 
+Shown = list[tuple[int, int, tuple[str, ...]]]
+
+
 def cut(trace: Trace, token_limit: int) -> FocusContextResult:
     """The FocusContextResult Doughnut computes at combined budget ``token_limit``."""
+    focus, shown = _select(trace, token_limit)
+    return FocusContextResult(focus, tuple(_shown(trace.notes[i], d, p) for i, d, p in shown))
+
+
+def cut_json(trace: Trace, token_limit: int) -> bytes:
+    """``result_json(cut(trace, token_limit))``, joined from the notes' stored fragments: a
+    stored trace's shown notes are never parsed."""
+    focus, shown = _select(trace, token_limit)
+    return results_json(focus_json(focus), (_related(trace, *note) for note in shown))
+
+
+def _related(trace: Trace, note_id: int, depth: int, path: tuple[str, ...]) -> bytes:
+    head, tail = trace.fragments_of(note_id)
+    return related_json(head, depth, path, tail)
+
+
+def _select(trace: Trace, token_limit: int) -> tuple[FocusNoteOut, Shown]:
+    """The focus note and the related notes shown (id, depth, path), in answer order."""
     if token_limit > trace.max_token_limit:
         raise TraceTooSmall(f"trace sized for {trace.max_token_limit} tokens, asked {token_limit}")
     params = trace.params
@@ -50,12 +73,11 @@ def cut(trace: Trace, token_limit: int) -> FocusContextResult:
     with_peers = related >= params.peer_gate
     focus = _focus_note(trace, body, truncated, _siblings(trace) if with_peers else ())
     if trace.max_depth < 1 or related <= 0:
-        return FocusContextResult(focus, ())
+        return focus, []
     wiki_budget = params.wiki_budget(related) if with_peers else related
     steps = _wiki_prefix(trace, wiki_budget)
-    wiki = tuple(_shown(trace.notes[s.note_id], s.depth, s.path) for s in steps)
-    peers = _peers(trace, steps, related - wiki_budget) if with_peers else ()
-    return FocusContextResult(focus, wiki + peers)
+    shown: Shown = [(s.note_id, s.depth, s.path) for s in steps]
+    return focus, shown + (_peers(trace, steps, related - wiki_budget) if with_peers else [])
 
 
 def _focus_body(trace: Trace, token_limit: int) -> tuple[str | None, bool]:
@@ -112,42 +134,41 @@ def _wiki_prefix(trace: Trace, budget: int) -> list[WikiStep]:
         if remaining <= 0:
             return emitted
         emitted.append(step)
-        remaining -= trace.notes[step.note_id].cost
+        remaining -= trace.cost_of(step.note_id) or 0
     if remaining > 0 and not trace.wiki_complete:
         raise TraceTooSmall("the wiki ladder ends before the budget does")
     return emitted
 
 
-def _peers(trace: Trace, steps: list[WikiStep], budget: int) -> tuple[RelatedNoteOut, ...]:
+def _peers(trace: Trace, steps: list[WikiStep], budget: int) -> Shown:
     if budget <= 0:
-        return ()
+        return []
     remaining = budget
-    shown: list[RelatedNoteOut] = []
+    shown: Shown = []
     for note_id, anchor in _offers(trace, steps):
         if remaining <= 0:
             break
-        fields = trace.notes.get(note_id)
-        if fields is None or fields.cost > remaining:  # not hydratable, or too big: skipped
+        cost = trace.cost_of(note_id)
+        if cost is None or cost > remaining:  # not hydratable, or too big: skipped
             continue
-        remaining -= fields.cost
-        shown.append(_shown(fields, anchor.depth + 1, anchor.path))
-    return tuple(shown)
+        remaining -= cost
+        shown.append((note_id, anchor.depth + 1, anchor.path))
+    return shown
 
 
-def _offers(trace: Trace, steps: list[WikiStep]) -> list[tuple[int, _Anchor]]:
-    """Every anchor's sample, in (anchor depth, anchor index) order, first offer per note."""
+def _offers(trace: Trace, steps: list[WikiStep]) -> Iterator[tuple[int, _Anchor]]:
+    """Every anchor's sample, in (anchor depth, anchor index) order, first offer per note; made as
+    the peers phase asks (it stops once its budget is spent, so later anchors are never sampled)."""
     anchors = [_Anchor(trace.focus_id, 0, (focus_uri(trace.focus.title),), trace.focus.group)]
-    anchors += [_Anchor(s.note_id, s.depth, s.path, trace.notes[s.note_id].group) for s in steps]
+    anchors += [_Anchor(s.note_id, s.depth, s.path, trace.group_of(s.note_id)) for s in steps]
     claimed = {trace.focus_id, *(s.note_id for s in steps)}
     ranked = sorted(enumerate(anchors), key=lambda pair: (pair[1].depth, pair[0]))
     reserved = set(claimed)
-    offers: list[tuple[int, _Anchor]] = []
     for _, anchor in ranked:
         for note_id in _sample(trace, anchor, claimed):
             if note_id not in reserved:
                 reserved.add(note_id)
-                offers.append((note_id, anchor))
-    return offers
+                yield note_id, anchor
 
 
 def _sample(trace: Trace, anchor: _Anchor, claimed: set[int]) -> list[int]:

@@ -28,13 +28,17 @@ from graphrag.wiki.approx_tokens import join_surrogates
 from graphrag.wiki.focus.types import FocusContextResult, FocusNoteOut, RelatedNoteOut
 
 __all__ = [
+    "focus_json",
     "iso_instant",
     "json_string",
     "markdown_json",
+    "note_fragments",
+    "related_json",
     "render_focus_note",
     "render_markdown",
     "render_related_notes",
     "result_json",
+    "results_json",
     "safe_fence",
 ]
 
@@ -81,8 +85,7 @@ def json_string(text: str) -> bytes:
     writes in upper case; a text with a surrogate (joined into pairs, a lone one escaped) takes
     the regular expression."""
     if _SURROGATES.search(text) is None:
-        written = orjson.dumps(text)
-        return written if b"\\u00" not in written else _ESCAPE_SEQUENCE.sub(_upper_hex, written)
+        return _upper_escapes(orjson.dumps(text))
     return b'"' + _ESCAPED.sub(_escape, join_surrogates(text)).encode("utf-8") + b'"'
 
 
@@ -129,32 +132,70 @@ def _focus_members(f: FocusNoteOut) -> Members:
     ]
 
 
-def _related_members(n: RelatedNoteOut) -> Members:
-    return [
-        ("notebook", n.notebook), ("title", n.title), ("folderPath", n.folder_path), ("depth", n.depth),
-        ("retrievalPath", n.retrieval_path), ("createdAt", iso_instant(n.created_at_ms)),
-        ("content", n.content), ("contentTruncated", n.content_truncated),
-    ]
-
-
 def _object(pairs: Members) -> dict[str, Any]:
     return {k: v for k, v in pairs if v is not None}
 
 
-def result_json(result: FocusContextResult) -> bytes:
-    """The ``/graph`` response body.
-
-    Written by orjson in one call when no text holds a surrogate (orjson refuses one): the same
-    bytes as member by member (see :func:`json_string`), five times faster on a replay's
-    answer. A text with a surrogate takes the member by member path."""
-    focus, related = _focus_members(result.focus_note), map(_related_members, result.related_notes)
+def _written(pairs: Members) -> bytes:
+    """``pairs`` as a JSON object (see :func:`_members`): by orjson in one call when no text holds
+    a surrogate (orjson refuses one; the same bytes, five times faster), else member by member."""
     try:
-        written = orjson.dumps(
-            {"focusNote": _object(focus), "relatedNotes": list(map(_object, related))})
+        return _upper_escapes(orjson.dumps(_object(pairs)))
     except TypeError:
-        notes = b",".join(map(_members, map(_related_members, result.related_notes)))
-        return b'{"focusNote":' + _members(focus) + b',"relatedNotes":[' + notes + b"]}"
+        return _members(pairs)
+
+
+def _texts(items: list[str]) -> bytes:
+    """A JSON array of texts, as :func:`_written` writes a member."""
+    try:
+        return _upper_escapes(orjson.dumps(items))
+    except TypeError:
+        return _array(items)
+
+
+def _upper_escapes(written: bytes) -> bytes:
+    """orjson's bytes with Jackson's upper-case hex in ``\\u00XX`` escapes."""
     return written if b"\\u00" not in written else _ESCAPE_SEQUENCE.sub(_upper_hex, written)
+
+
+def note_fragments(
+    notebook: str | None, title: str, folder_path: str, created_at_ms: int, content: str | None,
+    content_truncated: bool,
+) -> tuple[bytes, bytes]:
+    """A related note's members as it is shown at any depth and path, without the braces: those
+    before ``depth`` and those after ``retrievalPath`` (:func:`related_json` joins them)."""
+    head = _written([("notebook", notebook), ("title", title), ("folderPath", folder_path)])
+    tail = _written([("createdAt", iso_instant(created_at_ms)), ("content", content),
+                     ("contentTruncated", content_truncated)])
+    return head[1:-1], tail[1:-1]
+
+
+def related_json(head: bytes, depth: int, path: Iterable[str], tail: bytes) -> bytes:
+    """A ``FocusContextNote`` object from its :func:`note_fragments`, depth and retrieval path."""
+    return (b"{" + head + b',"depth":' + str(depth).encode() + b',"retrievalPath":'
+            + _texts(list(path)) + b"," + tail + b"}")
+
+
+def focus_json(focus: FocusNoteOut) -> bytes:
+    """The ``focusNote`` object."""
+    return _written(_focus_members(focus))
+
+
+def results_json(focus: bytes, related: Iterable[bytes]) -> bytes:
+    """The ``/graph`` response body from the focus note's object and the related notes' objects."""
+    return b'{"focusNote":' + focus + b',"relatedNotes":[' + b",".join(related) + b"]}"
+
+
+def result_json(result: FocusContextResult) -> bytes:
+    """The ``/graph`` response body, written from the same fragments a replay joins
+    (graphrag.wiki.focus.cut.cut_json)."""
+    return results_json(focus_json(result.focus_note), map(_related_json, result.related_notes))
+
+
+def _related_json(n: RelatedNoteOut) -> bytes:
+    head, tail = note_fragments(n.notebook, n.title, n.folder_path, n.created_at_ms, n.content,
+                                n.content_truncated)
+    return related_json(head, n.depth, n.retrieval_path, tail)
 
 
 def markdown_json(markdown: str) -> bytes:

@@ -22,13 +22,14 @@ from graphrag.wiki.focus.context import (
     FocusRequest,
     Trace,
     cut,
+    cut_json,
     trace,
 )
 from graphrag.wiki.focus.render import markdown_json, render_markdown, result_json
 from graphrag.wiki.model import WikiNeed
 from graphrag.wiki.view import WikiView
 
-__all__ = ["STRATEGY", "WikiOutcome", "WikiWorkspace", "focus_context_run", "replay"]
+__all__ = ["STRATEGY", "WikiOutcome", "WikiWorkspace", "focus_context_run", "replay", "replay_json"]
 
 
 @dataclass
@@ -81,6 +82,11 @@ def focus_context_run(
 def replay(stored: Trace, token_limit: int) -> WikiOutcome:
     """The outcome at ``token_limit`` from a stored trace, without the database."""
     return WikiOutcome(stored, cut(stored, token_limit), stored.max_depth)
+
+
+def replay_json(stored: Trace, token_limit: int) -> bytes:
+    """``replay(stored, token_limit).to_json()``, joined from the stored notes' fragments."""
+    return cut_json(stored, token_limit)
 
 
 STRATEGY = Strategy(
