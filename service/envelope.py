@@ -112,8 +112,14 @@ class Envelope:
     def trace(self) -> Trace | None:
         """The parsed trace, parsed the first time it is needed (a read at the stored tokenLimit
         by the owner never is): its first line, its notes as a replay reads them
-        (graphrag.wiki.focus.trace)."""
-        return None if self.trace_bytes is None else Trace.from_bytes(self.trace_bytes)
+        (graphrag.wiki.focus.trace). None when there is none or it does not parse as a trace
+        (then no answer is replayed from it)."""
+        if self.trace_bytes is None:
+            return None
+        try:
+            return Trace.from_bytes(self.trace_bytes)
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError):  # (and orjson's)
+            return None
 
     def __eq__(self, other: object) -> bool:
         """Equal members, a packed trace compared by its inflated bytes."""

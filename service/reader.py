@@ -233,7 +233,7 @@ class SnapshotReader:
         if envelope.strategy != ask.strategy or envelope.max_token_limit < ask.token_limit:
             return None
         if ask.traced:
-            usable = ready(envelope, ask) or envelope.trace_bytes is not None
+            usable = ready(envelope, ask) or envelope.trace is not None
             return envelope if envelope.traced and usable else None
         if ask.token_limit < envelope.max_token_limit and not envelope.sliceable:
             return None

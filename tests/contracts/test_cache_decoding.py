@@ -72,6 +72,13 @@ class DecodingContract(CacheContract):
         assert got.trace is not None and got.to_json()["trace"] == got.trace.to_json()
         assert replay_json(got.trace, 100) == result_json(cut(_TRACE, 100))
 
+    def test_a_trace_that_does_not_parse_as_one_is_no_trace(self, store: Any) -> None:
+        for junk in (b'{"format":2}\nabc', b'{"format":9}', b"[1,2]", b"{}", b"not json"):
+            env = replace(_traced(), trace_json=junk)
+            got = decode_envelope(env.encode())
+            assert got is not None and got.trace_bytes == junk and got.trace is None
+            assert got.result_json == env.result_json
+
     def test_a_value_packed_as_before_is_still_read(self, store: Any) -> None:
         env = _legacy_traced()  # one zlib stream of the result and the trace's JSON form
         header = orjson.loads(env.encode().partition(b"\n")[0])

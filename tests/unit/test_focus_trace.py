@@ -160,6 +160,8 @@ def test_a_trace_writes_the_same_bytes_each_time_and_after_a_round_trip() -> Non
     lambda b: b.rsplit(b"\n", 1)[0],  # a note's line missing
     lambda b: b + b"\n{}",  # a line too many
     lambda b: b.replace(b'"noteCosts":[', b'"noteCosts":[1,'),
+    lambda b: b.replace(b'"lineBytes":[', b'"lineBytes":[1,'),
+    lambda b: b.replace(b'"lineBytes":[', b'"lineBytes":[-1,0,'),
 ])
 def test_a_stored_trace_whose_lines_do_not_match_its_first_line_is_refused(damage: Any) -> None:
     with pytest.raises(ValueError):

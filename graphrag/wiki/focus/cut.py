@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from graphrag.wiki.approx_tokens import estimate_tokens, truncate_tokens, utf16_length
-from graphrag.wiki.focus.render import focus_json, related_json, results_json
+from graphrag.wiki.focus.render import focus_json, path_json, related_json, results_json
 from graphrag.wiki.focus.trace import NoteFields, Trace, WikiStep
 from graphrag.wiki.focus.types import FocusContextResult, FocusNoteOut, RelatedNoteOut, TraceTooSmall
 
@@ -55,12 +55,14 @@ def cut_json(trace: Trace, token_limit: int) -> bytes:
     """``result_json(cut(trace, token_limit))``, joined from the notes' stored fragments: a
     stored trace's shown notes are never parsed."""
     focus, shown = _select(trace, token_limit)
-    return results_json(focus_json(focus), (_related(trace, *note) for note in shown))
-
-
-def _related(trace: Trace, note_id: int, depth: int, path: tuple[str, ...]) -> bytes:
-    head, tail = trace.fragments_of(note_id)
-    return related_json(head, depth, path, tail)
+    paths: dict[tuple[str, ...], bytes] = {}  # (a peer shares its anchor's path)
+    related = []
+    for note_id, depth, path in shown:
+        head, tail = trace.fragments_of(note_id)
+        if (written := paths.get(path)) is None:
+            written = paths[path] = path_json(path)
+        related.append(related_json(head, depth, written, tail))
+    return results_json(focus_json(focus), related)
 
 
 def _select(trace: Trace, token_limit: int) -> tuple[FocusNoteOut, Shown]:
@@ -145,8 +147,9 @@ def _peers(trace: Trace, steps: list[WikiStep], budget: int) -> Shown:
         return []
     remaining = budget
     shown: Shown = []
+    least = trace.least_cost
     for note_id, anchor in _offers(trace, steps):
-        if remaining <= 0:
+        if remaining < least or remaining <= 0:  # (no later offer can get in: the phase ends)
             break
         cost = trace.cost_of(note_id)
         if cost is None or cost > remaining:  # not hydratable, or too big: skipped

@@ -33,6 +33,7 @@ __all__ = [
     "json_string",
     "markdown_json",
     "note_fragments",
+    "path_json",
     "related_json",
     "render_focus_note",
     "render_markdown",
@@ -170,10 +171,15 @@ def note_fragments(
     return head[1:-1], tail[1:-1]
 
 
-def related_json(head: bytes, depth: int, path: Iterable[str], tail: bytes) -> bytes:
-    """A ``FocusContextNote`` object from its :func:`note_fragments`, depth and retrieval path."""
-    return (b"{" + head + b',"depth":' + str(depth).encode() + b',"retrievalPath":'
-            + _texts(list(path)) + b"," + tail + b"}")
+def path_json(path: Iterable[str]) -> bytes:
+    """A retrieval path's JSON array."""
+    return _texts(list(path))
+
+
+def related_json(head: bytes, depth: int, path: bytes, tail: bytes) -> bytes:
+    """A ``FocusContextNote`` object from its :func:`note_fragments`, depth and :func:`path_json`."""
+    return b"".join((b"{", head, b',"depth":', str(depth).encode(), b',"retrievalPath":', path, b",",
+                     tail, b"}"))
 
 
 def focus_json(focus: FocusNoteOut) -> bytes:
@@ -183,7 +189,7 @@ def focus_json(focus: FocusNoteOut) -> bytes:
 
 def results_json(focus: bytes, related: Iterable[bytes]) -> bytes:
     """The ``/graph`` response body from the focus note's object and the related notes' objects."""
-    return b'{"focusNote":' + focus + b',"relatedNotes":[' + b",".join(related) + b"]}"
+    return b"".join((b'{"focusNote":', focus, b',"relatedNotes":[', b",".join(related), b"]}"))
 
 
 def result_json(result: FocusContextResult) -> bytes:
@@ -195,7 +201,7 @@ def result_json(result: FocusContextResult) -> bytes:
 def _related_json(n: RelatedNoteOut) -> bytes:
     head, tail = note_fragments(n.notebook, n.title, n.folder_path, n.created_at_ms, n.content,
                                 n.content_truncated)
-    return related_json(head, n.depth, n.retrieval_path, tail)
+    return related_json(head, n.depth, path_json(n.retrieval_path), tail)
 
 
 def markdown_json(markdown: str) -> bytes:

@@ -1,0 +1,189 @@
+"""A parsed trace's notes and ladder, each built when it is first read (graphrag.wiki.focus.trace).
+
+A replay reads a few of the tens of notes a trace holds and a prefix of its ladder. From the stored
+form, :class:`LineNotes` reads costs and groups from the first line's lists and cuts a note's two
+fragment lines out of the rest by the lengths the first line lists (:class:`Lines`); a JSON answer
+joins those bytes, and a note's fields are parsed from them only when something asks for the note
+itself (markdown, equality). From the JSON form, :class:`JsonNotes` builds a note's fields from its
+member when it is first read. A parsed trace is one read's, never shared between threads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from itertools import accumulate
+from typing import Any, overload
+
+from graphrag.core.jsonload import loads
+from graphrag.wiki.focus.fields import NoteFields, WikiStep
+
+__all__ = ["JsonNotes", "LineNotes", "Lines", "Steps", "text_in"]
+
+_EPOCH, _MS = datetime(1970, 1, 1, tzinfo=UTC), timedelta(milliseconds=1)
+
+
+class Lines(Sequence[bytes]):
+    """The lines after a stored trace's first one, cut out by the lengths it lists when they are
+    read (a replay reads a few of a hundred)."""
+
+    def __init__(self, data: bytes, lengths: Sequence[int]) -> None:
+        self._data, self._starts = data, [0, *accumulate(n + 1 for n in lengths)]
+        if self._starts[-1] != (len(data) + 1 if lengths else 0) or min(lengths, default=0) < 0:
+            raise ValueError("a trace's lines are not the lengths its first line lists")
+
+    def __len__(self) -> int:
+        return len(self._starts) - 1
+
+    @overload
+    def __getitem__(self, index: int) -> bytes: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[bytes]: ...
+
+    def __getitem__(self, index: int | slice) -> bytes | Sequence[bytes]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        return self._data[self._starts[index]:self._starts[index + 1] - 1]
+
+
+class LineNotes(Mapping[int, NoteFields]):
+    """A stored trace's notes: costs and groups from the first line, each note's fields parsed
+    from its two fragment lines when it is first read (a replay's JSON joins the fragments as
+    they are and parses none)."""
+
+    def __init__(self, ids: Sequence[int], costs: Sequence[int], groups: Sequence[str | None],
+                 lines: Sequence[bytes]) -> None:
+        if not len(ids) == len(costs) == len(groups) or len(lines) != 2 * len(ids):
+            raise ValueError("a trace's note lines do not match its note ids")
+        self._index = {int(i): k for k, i in enumerate(ids)}
+        self._costs, self._groups, self._lines = costs, groups, lines
+        self._built = dict[int, NoteFields]()
+
+    def cost(self, note_id: int) -> int | None:
+        k = self._index.get(note_id)
+        return None if k is None else int(self._costs[k])
+
+    def least_cost(self) -> int:
+        return min(map(int, self._costs), default=0)
+
+    def group(self, note_id: int) -> str | None:
+        return self._groups[self._index[note_id]]
+
+    def fragments(self, note_id: int) -> tuple[bytes, bytes]:
+        k = 2 * self._index[note_id]
+        return self._lines[k], self._lines[k + 1]
+
+    def __getitem__(self, note_id: int) -> NoteFields:
+        try:
+            return self._built[note_id]
+        except KeyError:
+            head, tail = self.fragments(note_id)
+            built = self._built[note_id] = _fields_in(head, tail, self.cost(note_id) or 0,
+                                                      self.group(note_id))
+            return built
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._index)
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def __contains__(self, note_id: object) -> bool:
+        return note_id in self._index
+
+
+def _fields_in(head: bytes, tail: bytes, cost: int, group: str | None) -> NoteFields:
+    d = loads(b"{" + head + b"," + tail + b"}")
+    return NoteFields(d.get("notebook"), d["title"], d["folderPath"], _epoch_ms(d["createdAt"]),
+                      d.get("content"), bool(d["contentTruncated"]), cost, group)
+
+
+def _epoch_ms(instant: str) -> int:
+    """The epoch milliseconds of ``yyyy-MM-ddTHH:mm:ss.SSSZ`` (render.iso_instant's form)."""
+    moment = datetime.fromisoformat(instant.replace("Z", "+00:00"))
+    return (moment - _EPOCH) // _MS
+
+
+class JsonNotes(Mapping[int, NoteFields]):
+    """A parsed trace's notes, each built when it is first read: a replay reads the few its cut
+    shows, not the tens the trace holds."""
+
+    def __init__(self, data: Mapping[str, Any]) -> None:
+        self._data, self._built = data, dict[int, NoteFields]()
+
+    def __getitem__(self, note_id: int) -> NoteFields:
+        try:
+            return self._built[note_id]
+        except KeyError:
+            built = self._built[note_id] = _note_in(self._data[str(note_id)])
+            return built
+
+    def __iter__(self) -> Iterator[int]:
+        return map(int, self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __contains__(self, note_id: object) -> bool:
+        return str(note_id) in self._data
+
+
+class Steps(Sequence[WikiStep]):
+    """A parsed trace's wiki ladder, each step built when it is first reached: a replay walks
+    only the prefix its budget emits. (Like :class:`JsonNotes`, it builds on read: a parsed trace is
+    one read's, never shared between threads.)"""
+
+    def __init__(self, data: Sequence[Mapping[str, Any]]) -> None:
+        self._data, self._built = data, list[WikiStep]()
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    @overload
+    def __getitem__(self, index: int) -> WikiStep: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[WikiStep]: ...
+
+    def __getitem__(self, index: int | slice) -> WikiStep | Sequence[WikiStep]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        index = index + len(self._data) if index < 0 else index
+        if not 0 <= index < len(self._data):
+            raise IndexError("wiki step index out of range")
+        while len(self._built) <= index:
+            s = self._data[len(self._built)]
+            self._built.append(WikiStep(int(s["id"]), int(s["depth"]), tuple(s["path"])))
+        return self._built[index]
+
+    def __iter__(self) -> Iterator[WikiStep]:
+        built = self._built
+        for index, s in enumerate(self._data):
+            if index == len(built):
+                built.append(WikiStep(int(s["id"]), int(s["depth"]), tuple(s["path"])))
+            yield built[index]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def text_in(value: str | Mapping[str, str] | None) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    return bytes.fromhex(value["utf16le"]).decode("utf-16-le", "surrogatepass")
+
+
+def _note_in(d: Mapping[str, Any]) -> NoteFields:
+    return NoteFields(
+        d["notebook"],
+        d["title"],
+        d["folderPath"],
+        int(d["createdAtMs"]),
+        text_in(d["content"]),
+        bool(d["contentTruncated"]),
+        int(d["cost"]),
+        d["group"],
+    )
