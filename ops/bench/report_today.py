@@ -32,7 +32,8 @@ def today_lines(r: dict[str, Any]) -> list[str]:
             f"{_fmt(m['bytes_per_snapshot'])} B per snapshot with its trace (every tokenLimit up to "
             f"the maximum answerable from it), {_fmt(m['all_bytes_per_snapshot'])} B with the fact "
             f"index; the reverse index (`dep:*`) is {m['dep_index_share'] * 100:.1f}%. The snapshot is "
-            f"stored packed: a JSON header line, then one zlib stream of the result and the trace.", "",
+            f"stored packed: a JSON header line, then a zstd frame of the result and one of the trace.",
+            "",
             *_read_lines(x.get("reads") or {}), *_user_lines(x.get("users") or {})]
 
 
@@ -41,9 +42,10 @@ def _read_lines(reads: dict[str, Any]) -> list[str]:
     if not reads:
         return []
     return [f"Reads in process ({reads['reads']:,} of each): a hit at tokenLimit 2000 (the stored "
-            f"result, inflated) p50 {_fmt(reads['hit_p50_us'])} µs; at tokenLimit "
+            f"result, decompressed) p50 {_fmt(reads['hit_p50_us'])} µs; at tokenLimit "
             f"{reads['other_limit']} (replayed from the trace) {_fmt(reads['other_limit_p50_us'])} µs; "
-            f"a bare GET + header + inflate + parse of the result {_fmt(reads['raw_get_p50_us'])} µs.",
+            f"a bare GET + header + decompress + parse of the result "
+            f"{_fmt(reads['raw_get_p50_us'])} µs.",
             ""]
 
 
