@@ -5,7 +5,8 @@ form, :class:`LineNotes` reads costs and groups from the first line's lists and 
 fragment lines out of the rest by the lengths the first line lists (:class:`Lines`); a JSON answer
 joins those bytes, and a note's fields are parsed from them only when something asks for the note
 itself (markdown, equality). From the JSON form, :class:`JsonNotes` builds a note's fields from its
-member when it is first read. A parsed trace is one read's, never shared between threads.
+member when it is first read. What is built is kept by its key, so threads sharing a parsed
+trace (an envelope's, cached on it) build equal values, never misplaced ones.
 """
 
 from __future__ import annotations
@@ -131,11 +132,11 @@ class JsonNotes(Mapping[int, NoteFields]):
 
 class Steps(Sequence[WikiStep]):
     """A parsed trace's wiki ladder, each step built when it is first reached: a replay walks
-    only the prefix its budget emits. (Like :class:`JsonNotes`, it builds on read: a parsed trace is
-    one read's, never shared between threads.)"""
+    only the prefix its budget emits. (Each step is kept by its index, so two threads reading one
+    parsed trace build equal steps, never a misplaced one.)"""
 
     def __init__(self, data: Sequence[Mapping[str, Any]]) -> None:
-        self._data, self._built = data, list[WikiStep]()
+        self._data, self._built = data, dict[int, WikiStep]()
 
     def __len__(self) -> int:
         return len(self._data)
@@ -152,17 +153,17 @@ class Steps(Sequence[WikiStep]):
         index = index + len(self._data) if index < 0 else index
         if not 0 <= index < len(self._data):
             raise IndexError("wiki step index out of range")
-        while len(self._built) <= index:
-            s = self._data[len(self._built)]
-            self._built.append(WikiStep(int(s["id"]), int(s["depth"]), tuple(s["path"])))
-        return self._built[index]
+        return self._step(index)
 
     def __iter__(self) -> Iterator[WikiStep]:
-        built = self._built
-        for index, s in enumerate(self._data):
-            if index == len(built):
-                built.append(WikiStep(int(s["id"]), int(s["depth"]), tuple(s["path"])))
-            yield built[index]
+        return map(self._step, range(len(self._data)))
+
+    def _step(self, index: int) -> WikiStep:
+        step = self._built.get(index)
+        if step is None:
+            s = self._data[index]
+            step = self._built[index] = WikiStep(int(s["id"]), int(s["depth"]), tuple(s["path"]))
+        return step
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Sequence) and list(self) == list(other)
