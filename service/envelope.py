@@ -4,7 +4,7 @@ A snapshot is keyed by (focus note, strategy, seed[, tokenLimit]) — :class:`Sn
 tokenLimit is part of the key only for strategies whose smaller tokenLimits are not answered from
 one snapshot (the registry's ``per-limit`` mode). Its value is the orjson bytes of an
 :class:`Envelope`, a documented layout a Java reader can parse; a trace snapshot's is packed
-instead (a JSON header line, then one zlib stream of the result and the trace: service.packing).
+instead (a JSON header line, then zstd frames of the result and the trace: service.packing).
 
 Decoding never raises: missing, corrupt or foreign-schema bytes decode to None (a miss), so a bad
 value in Redis costs one recomputation, never an error in front of a user.
@@ -90,8 +90,9 @@ class Envelope:
     #: may hold a lone surrogate escape, which orjson would not write from a string)
     result_json: bytes = field(repr=False)
     schema: int = SCHEMA
-    #: ``trace`` strategies: the JSON bytes of the budget-independent trace every tokenLimit up
-    #: to ``max_token_limit`` is replayed from, and the tokenLimit ``result`` was cut at
+    #: ``trace`` strategies: the stored bytes of the budget-independent trace every tokenLimit up
+    #: to ``max_token_limit`` is replayed from (graphrag.wiki.focus.trace: its stored form, or
+    #: its JSON form in a value written before), and the tokenLimit ``result`` was cut at
     trace_json: bytes | None = field(default=None, repr=False)
     result_limit: int | None = None
     #: a packed value's trace, still compressed (service.packing); ``trace_json`` is then None
@@ -104,7 +105,7 @@ class Envelope:
 
     @cached_property
     def trace_bytes(self) -> bytes | None:
-        """The trace's JSON bytes, inflated the first time they are needed; None when there is no
+        """The trace's stored bytes, decompressed the first time they are needed; None when there is no
         trace, or a packed one that does not inflate to the bytes its header names."""
         return self.packed.inflate() if self.packed is not None else self.trace_json
 

@@ -41,7 +41,9 @@ PACKING = "zstd"
 LEGACY = "zlib"
 LEVEL = 3
 _NEWLINE = b"\n"
-_MAX_BYTES = 2**31
+#: what a snapshot's result or trace never reaches (tens of KB): the most a header can make a
+#: read allocate before the bytes are checked
+_MAX_BYTES = 2**26
 _RAW = zstandard.DICT_TYPE_RAWCONTENT
 
 
@@ -156,8 +158,9 @@ def _zlib(header: dict[str, Any], stream: bytes) -> tuple[bytes, PackedTrace] | 
 
 
 def _sized(header: Any) -> bool:
-    """A header object naming a known packing, both lengths (below 2 GiB: what a snapshot could
-    never reach, and what zlib takes as a length) and both checksums as integers."""
+    """A header object naming a known packing, both lengths (below 64 MiB: what a snapshot never
+    reaches; zstd allocates a frame's declared size before decoding it) and both checksums as
+    integers."""
     if not isinstance(header, dict) or header.get("packing") not in (PACKING, LEGACY):
         return False
     bounds = {"resultBytes": _MAX_BYTES, "traceBytes": _MAX_BYTES, "resultCrc32": 2**32,

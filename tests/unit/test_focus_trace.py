@@ -164,6 +164,11 @@ def test_a_trace_writes_the_same_bytes_each_time_and_after_a_round_trip() -> Non
     lambda b: b.replace(b'"noteCosts":[', b'"noteCosts":[1,'),
     lambda b: b.replace(b'"lineBytes":[', b'"lineBytes":[1,'),
     lambda b: b.replace(b'"lineBytes":[', b'"lineBytes":[-1,0,'),
+    lambda b: b.replace(b'"noteCosts":[', b'"noteCosts":["x",'),
+    lambda b: b.replace(b'"lineBytes":[', b'"lineBytes":[0.0,'),
+    lambda b: b.replace(b'"noteGroups":[', b'"noteGroups":[[],'),
+    lambda b: b.replace(b'"wiki":[{"id":', b'"wiki":[{"id":99999,"x":'),  # a step not held
+    lambda b: b.replace(b',"depth":', b',"depht":', 1),  # a step without its depth
 ])
 def test_a_stored_trace_whose_lines_do_not_match_its_first_line_is_refused(damage: Any) -> None:
     with pytest.raises(ValueError):

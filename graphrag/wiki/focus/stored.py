@@ -113,6 +113,9 @@ class JsonNotes(Mapping[int, NoteFields]):
     def __init__(self, data: Mapping[str, Any]) -> None:
         self._data, self._built = data, dict[int, NoteFields]()
 
+    def least_cost(self) -> int:
+        return min((int(member["cost"]) for member in self._data.values()), default=0)
+
     def __getitem__(self, note_id: int) -> NoteFields:
         try:
             return self._built[note_id]

@@ -84,8 +84,8 @@ class Trace:
     @cached_property
     def least_cost(self) -> int:
         """The smallest cost of a note the trace holds (0 when it holds none)."""
-        if isinstance(self.notes, LineNotes):
-            return self.notes.least_cost()
+        if isinstance(self.notes, (LineNotes, JsonNotes)):
+            return self.notes.least_cost()  # (from the costs alone: no note built)
         return min((n.cost for n in self.notes.values()), default=0)
 
     def cost_of(self, note_id: int) -> int | None:
@@ -154,8 +154,9 @@ class Trace:
         spine, rest = loads(data[:at]), data[at + 1:]
         if spine.get("format") != TRACE_FORMAT:
             raise ValueError(f"unknown trace format {spine.get('format')!r}")
+        _check_lists(spine)
         notes = LineNotes(spine["noteIds"], spine["noteCosts"], spine["noteGroups"],
-                           Lines(rest, spine["lineBytes"]))
+                          Lines(rest, spine["lineBytes"]))
         return _parsed(spine, notes)
 
     @staticmethod
@@ -164,6 +165,28 @@ class Trace:
         if data.get("format") != JSON_FORMAT:
             raise ValueError(f"unknown trace format {data.get('format')!r}")
         return _parsed(data, JsonNotes(data["notes"]))
+
+
+def _check_lists(spine: Mapping[str, Any]) -> None:
+    """What a replay reads later is checked now (ValueError), so a stored trace either parses
+    into one every cut reads without failing, or is no trace: the note lists' types, and every
+    ladder step's id (a held note), depth and path."""
+    ids, groups = spine["noteIds"], spine["noteGroups"]
+    if not (_ints(ids) and _ints(spine["noteCosts"]) and _ints(spine["lineBytes"])
+            and isinstance(groups, list) and set(map(type, groups)) <= {str, type(None)}):
+        raise ValueError("a trace's note lists are not lists of the documented types")
+    held, wiki = set(ids), spine["wiki"]
+    if not isinstance(wiki, list) or not all(map(_step_ok, wiki, [held] * len(wiki))):
+        raise ValueError("a trace's ladder names a step it cannot show")
+
+
+def _ints(values: Any) -> bool:
+    return isinstance(values, list) and set(map(type, values)) <= {int}
+
+
+def _step_ok(step: Any, held: set[int]) -> bool:
+    return (isinstance(step, dict) and type(step.get("id")) is int and step["id"] in held
+            and type(step.get("depth")) is int and isinstance(step.get("path"), list))
 
 
 def _parsed(data: Mapping[str, Any], notes: Mapping[int, NoteFields]) -> Trace:
