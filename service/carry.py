@@ -21,15 +21,19 @@ A carried workspace is dropped, and the next epoch starts a fresh one, when
 
 A full rebuild exists to recover changes no event announced, so it must read the database afresh:
 it takes a new ``seq`` when a run starts (service.rebuild.start_full_rebuild), which ends every
-carried workspace before its first piece is rebuilt; each piece then starts a workspace of its own
-(service.full_rebuild). A drain
+carried workspace before its first piece is rebuilt. Its pieces then carry one workspace from
+piece to piece under the same rule (service.full_rebuild), everything in it read after the run
+started, with no age bound (a run recovers what was committed before it started; an edit committed
+during it is its event's to announce, as for data read just before the edit) and a bound on foci
+that is the process's memory bound (``GRAPHRAG_PIECE_CARRY_FOCI``). A drain
 epoch that read ``seq`` just before that start may still write a focus after the run's page did,
 with data up to ``max_age_ms`` old: the start also stamps the fact ``FULL_REBUILD``, which every
 write checks with the stamps of the notes it shows, so that write is outdated at once and redone
 from fresh data (service.rebuild, step 4).
 
 On a read replica an old row read within the replica's lag would be carried on too: set
-``GRAPHRAG_CARRY_FOCI=0`` there (ops/runbook.md, "Read-only database user").
+``GRAPHRAG_CARRY_FOCI=0`` and ``GRAPHRAG_PIECE_CARRY_FOCI=0`` there (ops/runbook.md, "Read-only
+database user").
 
 Each thread carries its own workspace: a view is not safe to fill from two threads at once.
 """

@@ -168,8 +168,8 @@ def nightly_dispatch(run_id: str | None = None, after_id: int = 0,
 
 @shared_task(name="graphrag.rebuild_piece", **DELIVERY)
 def rebuild_piece(run_id: str, note_ids: list[int]) -> int:
-    """Rebuild one piece of a full rebuild (one workspace, its notes loaded first) and record its
-    progress."""
+    """Rebuild one piece of a full rebuild (its notes loaded first, into the workspace the process
+    carried on from its last piece while no edit was recorded) and record its progress."""
     return _rebuilt(run_id, note_ids, current().rebuild_piece)
 
 

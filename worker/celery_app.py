@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import logging
+from collections.abc import Iterable
 from functools import partial
 from typing import Any
 
@@ -23,6 +24,7 @@ from kombu.exceptions import OperationalError
 
 from service.events import sibling_radius
 from service.ports import QueueDepth
+from service.rebuild import RebuildReport
 from tasks.jobs import sweep
 from tasks.runtime import Runtime, configure, current
 from worker.broker import KombuQueueDepth, broker_conf, declare_parking, is_amqp
@@ -81,10 +83,18 @@ def queue_size(celery: Celery, queue: str) -> int:
 def build_runtime(settings: Settings, celery: Celery, *, redis_client: Any = None) -> Runtime:
     """Everything the tasks of one worker process use, wired from ``settings``."""
     wiring = Wiring(settings, redis_client=redis_client)
+    drains, pieces = wiring.carry(), wiring.piece_carry()
+
+    def rebuild(note_ids: Iterable[int], **options: Any) -> RebuildReport:
+        # an event moved the edit seq before this drain: the next piece could not use what the
+        # last one carried, so its memory is let go now rather than then
+        pieces.drop()
+        return wiring.rebuild(note_ids, carry=drains, **options)
+
     return Runtime(
         notes=wiring.source, snapshots=wiring.cache, dirty=wiring.dirty,
         coordination=wiring.coordination, progress=wiring.progress(),
-        rebuild=partial(wiring.rebuild, carry=wiring.carry()), rebuild_piece=wiring.rebuild_piece,
+        rebuild=rebuild, rebuild_piece=partial(wiring.rebuild_piece, carry=pieces),
         clock_ms=wall_ms,
         bulk_backlog=lambda: queue_size(celery, "bulk"),
         sibling_radius=sibling_radius(wiring.strategies()),

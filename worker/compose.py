@@ -185,20 +185,29 @@ class Wiring:
                        layered_limits=s.layered_limits, now_ms=wall_ms(),
                        epoch_size=s.rebuild_page, progress=progress, carry=carry or self.carry())
 
-    def rebuild_piece(self, note_ids: list[int], *,
-                      progress: Callable[[int], None] | None = None) -> RebuildReport:
-        """Rebuild one full-rebuild piece with one workspace, its own notes loaded first."""
-        return self.rebuild_pieces([note_ids], progress=progress)
+    def rebuild_piece(self, note_ids: list[int], *, progress: Callable[[int], None] | None = None,
+                      carry: Carry | None = None) -> RebuildReport:
+        """Rebuild one full-rebuild piece, its own notes loaded first; ``carry`` (a worker
+        process's, from :meth:`piece_carry`) hands its workspace on to the next piece."""
+        return self.rebuild_pieces([note_ids], progress=progress, carry=carry)
 
     def rebuild_pieces(self, pieces: Iterable[Sequence[int]], *,
-                       progress: Callable[[int], None] | None = None) -> RebuildReport:
-        """Rebuild every configured snapshot of every piece (service.full_rebuild)."""
+                       progress: Callable[[int], None] | None = None,
+                       carry: Carry | None = None) -> RebuildReport:
+        """Rebuild every configured snapshot of every piece (service.full_rebuild), one workspace
+        carried on from piece to piece (by ``carry``, else by one for this call)."""
         s = self.settings
         return rebuild_pieces(self.service, self.cache, pieces, strategies=self.strategies(),
                               seeds=s.seeds, max_token_limit=s.max_token_limit,
-                              layered_limits=s.layered_limits, now_ms=wall_ms(), progress=progress)
+                              layered_limits=s.layered_limits, now_ms=wall_ms(), progress=progress,
+                              carry=carry or self.piece_carry())
 
     def carry(self) -> Carry:
         """A carry of loaded data from epoch to epoch, bounded as configured (service.carry)."""
         s = self.settings
         return Carry(max_foci=s.carry_foci, max_age_ms=s.carry_age_ms, clock_ms=wall_ms)
+
+    def piece_carry(self) -> Carry:
+        """A carry of a full rebuild's workspace from piece to piece, bounded by the foci it
+        serves alone (service.full_rebuild): a run is read afresh from its start's ``seq``."""
+        return Carry(max_foci=self.settings.piece_carry_foci)

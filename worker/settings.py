@@ -99,6 +99,10 @@ class Settings(BaseSettings):
     #: for at most this many foci (0: never) and this long (service.carry).
     carry_foci: int = Field(default=5_000, ge=0, le=1_000_000)
     carry_age_ms: int = Field(default=30_000, ge=0, le=3_600_000)
+    #: A full rebuild carries its workspace from piece to piece while no edit is recorded, for at
+    #: most this many foci (0: a workspace per piece): the memory bound of a rebuilding process,
+    #: about 9 KB per focus on the bench graphs (service.full_rebuild, docs/capacity.md).
+    piece_carry_foci: int = Field(default=100_000, ge=0, le=10_000_000)
 
     @field_validator("seeds", "layered_limits", "strategies", mode="before")
     @classmethod

@@ -85,7 +85,7 @@ def spawned_settings(settings: Settings, redis_prefix: str) -> dict[str, Any]:
     """What a spawned rebuild process passes to ``load_settings``: ``settings``' database, Redis,
     strategies and pieces, its snapshots under ``redis_prefix``."""
     names = ("database_url", "redis_url", "redis_cluster", "schema_name", "strategies", "seeds",
-             "max_token_limit", "layered_limits", "rebuild_piece_notes")
+             "max_token_limit", "layered_limits", "rebuild_piece_notes", "piece_carry_foci")
     return {**{name: getattr(settings, name) for name in names}, "redis_prefix": redis_prefix}
 
 

@@ -83,6 +83,8 @@ class Plan:
     drain_notes: int = 4_000
     #: live notes of the first pieces both rebuild paths compute side by side (ops.bench.full)
     full_notes: int = 4_000
+    #: the notes of the graphs of both models rebuilt whole by both paths (ops.bench.whole)
+    whole_size: int = 10_000
     #: notes of the largest 2026 graph the nightly section rebuilds with 1 and 2 processes (0: all;
     #: ops.bench.today_scale); the quick run measures no such size
     nightly_notes: int = 0

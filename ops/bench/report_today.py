@@ -125,13 +125,32 @@ def full_lines(r: dict[str, Any]) -> list[str]:
             f"({_fmt(f['batched']['rows_per_snapshot'])}) | {_fmt(f['peak_rss_mb'])} |"
             for s, f in runs.items()]
     return ["## Full rebuild by pieces", "",
-            "The nightly path (service.full_rebuild: a notebook's notes loaded at once, one workspace "
-            "per piece) against what it replaced (the batched path over as many consecutive ids from "
+            "The nightly path (service.full_rebuild: a notebook's notes loaded at once, the workspace "
+            "carried on from piece to piece) over its first pieces, against what it replaced (the "
+            "batched path over as many consecutive ids from "
             "the middle of the table) and against the batched path over the same notes; rows: every "
             "row the driver decoded per snapshot written; peak RSS of a fresh process running the "
             "full path over the pieces.", "",
             "| strategy | notes (pieces) | full snapshots/s | paged | same notes | speed-up | "
-            "rows/snapshot (paged) | peak RSS MB |", "|---|---|---|---|---|---|---|---|", *rows, ""]
+            "rows/snapshot (paged) | peak RSS MB |", "|---|---|---|---|---|---|---|---|", *rows, "",
+            *_whole_lines(r)]
+
+
+def _whole_lines(r: dict[str, Any]) -> list[str]:
+    """Whole runs of both models (ops.bench.whole): where rows per snapshot are measured."""
+    whole = r.get("whole") or {}
+    if not whole:
+        return []
+    rows = [f"| {s} | {f['full']['notes']:,} ({f['full']['pieces']}) | "
+            f"{_fmt(f['full']['snapshots_per_s'])} | {_fmt(f['batched']['snapshots_per_s'])} | "
+            f"{_fmt(f['speedup'])}× | {_fmt(f['rows_per_snapshot'])} "
+            f"({_fmt(f['batched']['rows_per_snapshot'])}) | {_fmt(f['peak_rss_mb'])} |"
+            for s, f in whole["runs"].items()]
+    return [f"Whole runs over the {whole['size']:,}-note graphs (every live note; rows per snapshot "
+            "are a property of a run: what a piece's foci read of other pieces is carried on to "
+            "them): the full path in a fresh process against the batched path over every live id.",
+            "", "| strategy | notes (pieces) | full snapshots/s | batched | speed-up | "
+            "rows/snapshot (batched) | peak RSS MB |", "|---|---|---|---|---|---|---|", *rows, ""]
 
 
 def today_scale_lines(r: dict[str, Any]) -> list[str]:

@@ -9,14 +9,17 @@ focus's neighbours lie in other pieces and are loaded on demand, as a big notebo
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections import Counter
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import fields
 from typing import Any
 
 import pytest
 
 from graphrag import CharsCounter, StrategyParams
 from ops.generate import generate
+from service.carry import Carry
 from service.context import ContextService
 from service.full_rebuild import rebuild_pieces
 from service.note_event import NoteEvent
@@ -43,11 +46,18 @@ def _stored(state: MemoryState) -> dict[Any, bytes]:
     return {key: data for key, (data, _) in state.snapshots.items()}
 
 
-def _full(world: World, max_notes: int, service: ContextService | None = None) -> Any:
+def _full(world: World, max_notes: int, service: ContextService | None = None,
+          carry: Carry | None = None) -> Any:
     return rebuild_pieces(service or world.service, world.cache,
                           (p.ids for p in world.source.workspaces(max_notes)),
                           strategies=world.strategies, seeds=SEEDS, max_token_limit=MAX_LIMIT,
-                          layered_limits=LAYERED_LIMITS, now_ms=world.clock(), batch_size=20)
+                          layered_limits=LAYERED_LIMITS, now_ms=world.clock(), batch_size=20,
+                          carry=carry)
+
+
+def _most_reads(ids: Iterable[Hashable]) -> int:
+    """How often the row read most often was read."""
+    return max(Counter(ids).values(), default=0)
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -72,6 +82,63 @@ def test_the_wiki_full_path_writes_the_batched_bytes(seed: int) -> None:
                             seeds=(7,), max_token_limit=4000, now_ms=NOW_MS, batch_size=5)
     assert report.errors == {}
     assert _stored(full.state) == _stored(batched.state) and _stored(full.state)
+
+
+def test_a_run_decodes_each_note_row_once_while_no_edit_is_recorded() -> None:
+    """Pieces are small, so many a focus shows notes of other pieces: the workspace carried on
+    from piece to piece has them already when their own piece, or another that shows them, comes.
+    Without the carry (bound 0) rows are read again, which is what the test would catch."""
+    records = list(generate(300, 4))
+    carried, per_piece = new_world(records), new_world(records)
+    _full(carried, max_notes=30)
+    _full(per_piece, max_notes=30, carry=Carry(max_foci=0))
+    assert _most_reads(i for need in carried.source.loads for i in need.rows) == 1
+    assert _most_reads(i for need in per_piece.source.loads for i in need.rows) > 1
+    assert _stored(carried.state) == _stored(per_piece.state)
+
+
+def _most_asked(needs: list[Any]) -> int:
+    """How often the same thing of one kind (a note's row, its links, a group's peers, ...) was
+    asked for, at most."""
+    return max(_most_reads((kind.name, key) for need in needs for kind in fields(need)
+                           for key in getattr(need, kind.name)), 0)
+
+
+def test_a_wiki_run_decodes_each_note_row_once_while_no_edit_is_recorded() -> None:
+    carried, per_piece = Wiki(random_graph(5, notes=60)), Wiki(random_graph(5, notes=60))
+    for wiki, carry in ((carried, None), (per_piece, Carry(max_foci=0))):
+        rebuild_pieces(wiki.service, wiki.cache, [p.ids for p in wiki.db.workspaces(7)],
+                       strategies=(STRATEGY_2026,), seeds=(7,), max_token_limit=4000,
+                       now_ms=NOW_MS, batch_size=5, carry=carry)
+    assert _most_asked(carried.db.asked) == 1  # each row, list and sample once
+    assert _most_asked(per_piece.db.asked) > 1
+    assert _stored(carried.state) == _stored(per_piece.state)
+
+
+def test_an_event_between_pieces_starts_the_next_piece_afresh() -> None:
+    """The next piece must not read a note as it was before an edit its event announced."""
+    records = list(generate(200, 5))
+    world = new_world(records)
+    ids = sorted(n.id for n in records if n.deleted_at is None)
+    world.rebuild(ids)
+    carry, pieces = Carry(), [p.ids for p in world.source.workspaces(40)]
+
+    def piece(k: int) -> None:
+        rebuild_pieces(world.service, world.cache, [pieces[k]], strategies=world.strategies,
+                       seeds=SEEDS, max_token_limit=MAX_LIMIT, layered_limits=LAYERED_LIMITS,
+                       now_ms=world.clock(), carry=carry)
+
+    piece(0)
+    before = len(world.source.loads)
+    piece(0)  # the same seq: everything it needs is carried
+    assert len(world.source.loads) == before
+    shown = pieces[0][1]
+    world.edit(shown, title="Edited between two pieces")
+    world.events(NoteEvent("note.updated", shown))
+    piece(0)
+    assert any(shown in need.rows for need in world.source.loads[before:])
+    drain_all(world)
+    assert stale_snapshots(world) == []
 
 
 class _EditAfterALoad:
