@@ -1,4 +1,9 @@
-"""A parsed trace's notes and ladder, each built when it is first read (graphrag.wiki.focus.trace).
+"""A trace's notes and a parsed trace's ladder, each built when it is first read
+(graphrag.wiki.focus.trace).
+
+Every trace's notes answer one interface, :class:`HeldNotes`: a note's cost, group and answer
+fragments, and the least cost, each from what that form holds. :class:`FieldNotes` holds the
+fields a computation built.
 
 A replay reads a few of the tens of notes a trace holds and a prefix of its ladder. From the stored
 form, :class:`LineNotes` reads costs and groups from the first line's lists and cuts a note's two
@@ -14,14 +19,69 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from itertools import accumulate
-from typing import Any, overload
+from typing import Any, Protocol, overload
 
 from graphrag.core.jsonload import loads
 from graphrag.wiki.focus.fields import NoteFields, WikiStep
 
-__all__ = ["JsonNotes", "LineNotes", "Lines", "Steps", "text_in"]
+__all__ = ["FieldNotes", "HeldNotes", "JsonNotes", "LineNotes", "Lines", "Steps", "text_in"]
 
 _EPOCH, _MS = datetime(1970, 1, 1, tzinfo=UTC), timedelta(milliseconds=1)
+
+
+class HeldNotes(Protocol):
+    """A trace's notes by id (a :class:`~collections.abc.Mapping` to their fields) and what a cut
+    reads of them without building their fields where the stored form spares it."""
+
+    def __getitem__(self, note_id: int) -> NoteFields: ...
+    def __iter__(self) -> Iterator[int]: ...
+    def __len__(self) -> int: ...
+    def __contains__(self, note_id: object) -> bool: ...
+    def items(self) -> Any: ...
+
+    def cost(self, note_id: int) -> int | None:
+        """A note's cost, None when the trace holds no fields of it."""
+
+    def group(self, note_id: int) -> str | None:
+        """A held note's peer group."""
+
+    def fragments(self, note_id: int) -> tuple[bytes, bytes]:
+        """A held note's JSON members around its depth and path (NoteFields.fragments)."""
+
+    def least_cost(self) -> int:
+        """The smallest cost of a held note (0 when none is held)."""
+
+
+class FieldNotes(Mapping[int, NoteFields]):
+    """The notes of a trace a computation built: their fields, each read from them."""
+
+    def __init__(self, fields: Mapping[int, NoteFields]) -> None:
+        self._fields = fields
+
+    def cost(self, note_id: int) -> int | None:
+        held = self._fields.get(note_id)
+        return None if held is None else held.cost
+
+    def group(self, note_id: int) -> str | None:
+        return self._fields[note_id].group
+
+    def fragments(self, note_id: int) -> tuple[bytes, bytes]:
+        return self._fields[note_id].fragments
+
+    def least_cost(self) -> int:
+        return min((n.cost for n in self._fields.values()), default=0)
+
+    def __getitem__(self, note_id: int) -> NoteFields:
+        return self._fields[note_id]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._fields)
+
+    def __len__(self) -> int:
+        return len(self._fields)
+
+    def __repr__(self) -> str:
+        return f"FieldNotes({self._fields!r})"
 
 
 class Lines(Sequence[bytes]):
@@ -115,6 +175,15 @@ class JsonNotes(Mapping[int, NoteFields]):
 
     def least_cost(self) -> int:
         return min((int(member["cost"]) for member in self._data.values()), default=0)
+
+    def cost(self, note_id: int) -> int | None:
+        return self[note_id].cost if note_id in self else None
+
+    def group(self, note_id: int) -> str | None:
+        return self[note_id].group
+
+    def fragments(self, note_id: int) -> tuple[bytes, bytes]:
+        return self[note_id].fragments
 
     def __getitem__(self, note_id: int) -> NoteFields:
         try:

@@ -43,7 +43,7 @@ import orjson
 
 from graphrag.core.jsonload import loads
 from graphrag.wiki.focus.fields import FocusFields, NoteFields, PeerList, WikiStep, group_key, text_out
-from graphrag.wiki.focus.stored import JsonNotes, LineNotes, Lines, Steps, text_in
+from graphrag.wiki.focus.stored import HeldNotes, JsonNotes, LineNotes, Lines, Steps, text_in
 from graphrag.wiki.focus.types import FocusContextParams
 from graphrag.wiki.model import Viewer
 
@@ -77,35 +77,26 @@ class Trace:
     sample_siblings: tuple[str, ...] | None
     wiki: Sequence[WikiStep]
     wiki_complete: bool
-    notes: Mapping[int, NoteFields]
+    notes: HeldNotes
     groups: Mapping[str, PeerList]
     facts: frozenset[str]
 
     @cached_property
     def least_cost(self) -> int:
         """The smallest cost of a note the trace holds (0 when it holds none)."""
-        if isinstance(self.notes, (LineNotes, JsonNotes)):
-            return self.notes.least_cost()  # (from the costs alone: no note built)
-        return min((n.cost for n in self.notes.values()), default=0)
+        return self.notes.least_cost()
 
     def cost_of(self, note_id: int) -> int | None:
-        """A note's cost, None when the trace holds no fields of it (not read from them)."""
-        if isinstance(self.notes, LineNotes):
-            return self.notes.cost(note_id)
-        fields = self.notes.get(note_id)
-        return None if fields is None else fields.cost
+        """A note's cost, None when the trace holds no fields of it."""
+        return self.notes.cost(note_id)
 
     def group_of(self, note_id: int) -> str | None:
         """A held note's peer group."""
-        if isinstance(self.notes, LineNotes):
-            return self.notes.group(note_id)
-        return self.notes[note_id].group
+        return self.notes.group(note_id)
 
     def fragments_of(self, note_id: int) -> tuple[bytes, bytes]:
         """A held note's JSON members around its depth and path (NoteFields.fragments)."""
-        if isinstance(self.notes, LineNotes):
-            return self.notes.fragments(note_id)
-        return self.notes[note_id].fragments
+        return self.notes.fragments(note_id)
 
     def to_bytes(self) -> bytes:
         """The stored form: a JSON line of everything but the notes' fields (``noteIds``,
@@ -189,7 +180,7 @@ def _step_ok(step: Any, held: set[int]) -> bool:
             and type(step.get("depth")) is int and isinstance(step.get("path"), list))
 
 
-def _parsed(data: Mapping[str, Any], notes: Mapping[int, NoteFields]) -> Trace:
+def _parsed(data: Mapping[str, Any], notes: HeldNotes) -> Trace:
     siblings = data["sampleSiblings"]
     return Trace(
         params=FocusContextParams.from_json(dict(data["params"])),
