@@ -24,12 +24,11 @@ worker process holds at most while it rebuilds a piece at a time.
 from __future__ import annotations
 
 import multiprocessing
-import resource
 from collections.abc import Iterator
 from typing import Any
 
 from graphrag.wiki.focus.walk import forget_related_bodies
-from ops.bench.plan import Bench, figures, ratio, say
+from ops.bench.plan import Bench, figures, peak_rss_kb, ratio, say
 from service.ports import NoteSource, Piece
 from storage.database import Database, counted_statements
 from worker.compose import Wiring
@@ -102,4 +101,4 @@ def _child_peak_rss_mb(settings: Settings, pieces: list[Piece]) -> float:
 def _full_path_peak_kb(overrides: dict[str, Any], pieces: list[list[int]]) -> int:
     """(In the spawned process.) Run the full path over ``pieces``; the process's peak RSS in KB."""
     Wiring(load_settings(**overrides)).rebuild_pieces(pieces)
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak_rss_kb()

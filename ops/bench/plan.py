@@ -10,6 +10,7 @@ than fail on an empty or zero sample, and the report shows NaN as "n/a".
 from __future__ import annotations
 
 import math
+import resource
 import sys
 import time
 import uuid
@@ -36,6 +37,7 @@ __all__ = [
     "Plan",
     "elapsed_s",
     "figures",
+    "peak_rss_kb",
     "percentile",
     "ratio",
     "rounded",
@@ -106,6 +108,19 @@ def say(text: str) -> None:
 
 def elapsed_s() -> float:
     return time.perf_counter() - _STARTED
+
+
+def peak_rss_kb() -> int:
+    """This process's own peak RSS in KB: ``VmHWM`` of its address space. (``getrusage``'s
+    ``ru_maxrss`` would not do for a spawned child: Linux carries the parent's high-water mark
+    over fork and exec, so the child would report at least the bench process's size.)"""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
 def percentile(values: Sequence[float], fraction: float) -> float:

@@ -18,13 +18,12 @@ from __future__ import annotations
 
 import multiprocessing
 import queue
-import resource
 import time
 from typing import Any
 
 from ops.bench.full import first_pieces, spawned_settings
 from ops.bench.graph import pages
-from ops.bench.plan import Bench, BenchError, ratio, say
+from ops.bench.plan import Bench, BenchError, peak_rss_kb, ratio, say
 from ops.bench.today import ensure_wiki_database, today_wiring, warmed_rebuild
 from storage.database import close_engine, open_engine
 from worker.compose import Wiring
@@ -120,13 +119,13 @@ def _reports(workers: list[Any], done: Any) -> list[dict[str, Any]]:
 def _worker(overrides: dict[str, Any], todo: Any, done: Any) -> None:
     """(In a spawned process.) Rebuild pieces from ``todo`` until it is empty; report on ``done``."""
     wiring = Wiring(load_settings(**overrides))
-    snapshots = errors = 0
+    carry, snapshots, errors = wiring.piece_carry(), 0, 0  # (as a worker process carries it)
     while True:
         try:
             piece = todo.get(timeout=1.0)
         except queue.Empty:
             break
-        report = wiring.rebuild_pieces([piece])
+        report = wiring.rebuild_pieces([piece], carry=carry)
         snapshots, errors = snapshots + report.count, errors + len(report.errors)
     done.put({"snapshots": snapshots, "errors": errors,
-              "peak_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss})
+              "peak_kb": peak_rss_kb()})

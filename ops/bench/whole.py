@@ -20,13 +20,12 @@ own. ``rows_per_snapshot`` counts every row of every SELECT, note rows and list 
 from __future__ import annotations
 
 import multiprocessing
-import resource
 import time
 from typing import Any
 
 from ops.bench.full import spawned_settings
 from ops.bench.graph import ensure_database
-from ops.bench.plan import PAGE, Bench, figures, ratio, say, worst
+from ops.bench.plan import PAGE, Bench, figures, peak_rss_kb, ratio, say, worst
 from ops.bench.today import ensure_wiki_database
 from storage.database import Database, close_engine, counted_statements, open_engine
 from storage.profiles import open_source
@@ -83,7 +82,7 @@ def _full_run(overrides: dict[str, Any]) -> dict[str, Any]:
             "errors": len(report.errors), "rows_decoded": sql.rows,
             "rows_per_snapshot": ratio(sql.rows, report.count),
             "rows_by_kind": {kind: k.rows for kind, k in sql.by_kind.items() if k.rows},
-            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+            "peak_rss_mb": peak_rss_kb() / 1024}
 
 
 def _model(bench: Bench, url: str, schema: str, strategy: str) -> dict[str, Any]:
