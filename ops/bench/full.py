@@ -24,17 +24,20 @@ worker process holds at most while it rebuilds a piece at a time.
 from __future__ import annotations
 
 import multiprocessing
+import time
 from collections.abc import Iterator
 from typing import Any
 
 from graphrag.wiki.focus.walk import forget_related_bodies
 from ops.bench.plan import Bench, figures, peak_rss_kb, ratio, say
 from service.ports import NoteSource, Piece
-from storage.database import Database, counted_statements
+from storage.database import Database, counted_statements, open_engine
+from storage.profiles import open_source
 from worker.compose import Wiring
 from worker.settings import Settings, load_settings
 
-__all__ = ["compare_paths", "first_pieces", "spawned_settings"]
+__all__ = ["compare_paths", "first_pieces", "own_engine", "spawned_full_run", "spawned_settings",
+           "timed_run"]
 
 
 def first_pieces(source: NoteSource, max_notes: int, want: int) -> list[Piece]:
@@ -46,7 +49,9 @@ def first_pieces(source: NoteSource, max_notes: int, want: int) -> list[Piece]:
     return chosen
 
 
-def _timed(engine: Database, run: Any, notes: int) -> dict[str, Any]:
+def timed_run(engine: Database, run: Any, notes: int) -> dict[str, Any]:
+    """The figures of ``run()`` rebuilding ``notes`` foci, rows decoded per snapshot included
+    (the remembered cuts of related notes forgotten first)."""
     forget_related_bodies()
     with counted_statements(engine) as sql:
         report = run()
@@ -64,9 +69,9 @@ def compare_paths(bench: Bench, engine: Database, batched: Wiring, full: Wiring,
     ids = sorted(i for p in pieces for i in p.ids)
     middle = (full.source.live_ids_after(0, max(1, full.source.count_live() // 2)) or [0])[-1]
     paged = full.source.live_ids_after(middle, len(ids))
-    slow = _timed(engine, lambda: batched.rebuild(paged), len(paged))
-    same = _timed(engine, lambda: batched.rebuild(ids), len(ids))
-    fast = _timed(engine, lambda: full.rebuild_pieces([p.ids for p in pieces]), len(ids))
+    slow = timed_run(engine, lambda: batched.rebuild(paged), len(paged))
+    same = timed_run(engine, lambda: batched.rebuild(ids), len(ids))
+    fast = timed_run(engine, lambda: full.rebuild_pieces([p.ids for p in pieces]), len(ids))
     rss = _child_peak_rss_mb(settings, pieces)
     speedup = ratio(fast["snapshots_per_s"], slow["snapshots_per_s"])
     say(f"full path {label}: {fast['snapshots_per_s']:.0f} snapshots/s over {len(ids):,} notes "
@@ -92,13 +97,38 @@ def _child_peak_rss_mb(settings: Settings, pieces: list[Piece]) -> float:
     """The peak RSS of a fresh process running the full path over ``pieces``."""
     # (its keys are deleted with the run's)
     overrides = spawned_settings(settings, f"{settings.redis_prefix}-rss")
-    context = multiprocessing.get_context("spawn")
-    with context.Pool(1) as pool:
-        kb: int = pool.apply(_full_path_peak_kb, (overrides, [p.ids for p in pieces]))
-    return kb / 1024
+    return float(spawned_full_run(overrides, [p.ids for p in pieces])["peak_rss_mb"])
 
 
-def _full_path_peak_kb(overrides: dict[str, Any], pieces: list[list[int]]) -> int:
-    """(In the spawned process.) Run the full path over ``pieces``; the process's peak RSS in KB."""
-    Wiring(load_settings(**overrides)).rebuild_pieces(pieces)
-    return peak_rss_kb()
+def own_engine(wiring: Wiring) -> Database:
+    """A fresh engine ``wiring`` reads through, so its statements alone are counted on it."""
+    engine = open_engine(wiring.settings.database_url)
+    wiring.source = open_source(engine, wiring.settings.schema_name)
+    return engine
+
+
+def spawned_full_run(overrides: dict[str, Any],
+                     pieces: list[list[int]] | None = None) -> dict[str, Any]:
+    """The full path in a fresh (spawned) process with ``load_settings(**overrides)``, over
+    ``pieces`` (None: every piece of the database): its figures, rows decoded and own peak RSS."""
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        out: dict[str, Any] = pool.apply(_full_run, (overrides, pieces))
+    return out
+
+
+def _full_run(overrides: dict[str, Any], pieces: list[list[int]] | None) -> dict[str, Any]:
+    """(In the spawned process.) See :func:`spawned_full_run`."""
+    wiring = Wiring(load_settings(**overrides))
+    engine = own_engine(wiring)
+    if pieces is None:
+        pieces = [p.ids for p in wiring.source.workspaces(wiring.settings.rebuild_piece_notes)]
+    started = time.perf_counter()
+    with counted_statements(engine) as sql:
+        report = wiring.rebuild_pieces(pieces)
+    seconds = time.perf_counter() - started
+    return {"notes": sum(map(len, pieces)), "pieces": len(pieces), "snapshots": report.count,
+            "seconds": round(seconds, 3), "snapshots_per_s": ratio(report.count, seconds),
+            "errors": len(report.errors), "rows_decoded": sql.rows,
+            "rows_per_snapshot": ratio(sql.rows, report.count),
+            "rows_by_kind": {kind: k.rows for kind, k in sql.by_kind.items() if k.rows},
+            "peak_rss_mb": peak_rss_kb() / 1024}

@@ -19,16 +19,13 @@ own. ``rows_per_snapshot`` counts every row of every SELECT, note rows and list 
 
 from __future__ import annotations
 
-import multiprocessing
-import time
 from typing import Any
 
-from ops.bench.full import spawned_settings
+from ops.bench.full import own_engine, spawned_full_run, spawned_settings, timed_run
 from ops.bench.graph import ensure_database
-from ops.bench.plan import PAGE, Bench, figures, peak_rss_kb, ratio, say, worst
+from ops.bench.plan import PAGE, Bench, ratio, say, worst
 from ops.bench.today import ensure_wiki_database
-from storage.database import Database, close_engine, counted_statements, open_engine
-from storage.profiles import open_source
+from storage.database import close_engine
 from worker.compose import Wiring
 from worker.settings import load_settings
 
@@ -42,47 +39,17 @@ def _wiring(bench: Bench, url: str, schema: str, strategy: str, name: str) -> Wi
     return Wiring(settings, redis_client=bench.client)
 
 
-def _on(wiring: Wiring) -> Database:
-    """A fresh engine ``wiring`` reads through, so its statements alone are counted on it."""
-    engine = open_engine(wiring.settings.database_url)
-    wiring.source = open_source(engine, wiring.settings.schema_name)
-    return engine
-
-
 def _batched(wiring: Wiring) -> dict[str, Any]:
-    engine = _on(wiring)
+    engine = own_engine(wiring)
     ids = wiring.source.live_ids_after(0, wiring.source.count_live() + 1)
     wiring.rebuild(ids[:PAGE])
-    with counted_statements(engine) as sql:
-        report = wiring.rebuild(ids)
+    out = timed_run(engine, lambda: wiring.rebuild(ids), len(ids))
     close_engine(engine)
-    out = figures(report, sql, len(ids))
-    out["rows_per_snapshot"] = ratio(sql.rows, report.count)
     return out
 
 
 def _full(wiring: Wiring) -> dict[str, Any]:
-    overrides = spawned_settings(wiring.settings, wiring.settings.redis_prefix)
-    with multiprocessing.get_context("spawn").Pool(1) as pool:
-        out: dict[str, Any] = pool.apply(_full_run, (overrides,))
-    return out
-
-
-def _full_run(overrides: dict[str, Any]) -> dict[str, Any]:
-    """(In the spawned process.) The full path over every piece: its figures and peak RSS."""
-    wiring = Wiring(load_settings(**overrides))
-    engine = _on(wiring)
-    pieces = [p.ids for p in wiring.source.workspaces(wiring.settings.rebuild_piece_notes)]
-    started = time.perf_counter()
-    with counted_statements(engine) as sql:
-        report = wiring.rebuild_pieces(pieces)
-    seconds = time.perf_counter() - started
-    return {"notes": sum(map(len, pieces)), "pieces": len(pieces), "snapshots": report.count,
-            "seconds": round(seconds, 3), "snapshots_per_s": ratio(report.count, seconds),
-            "errors": len(report.errors), "rows_decoded": sql.rows,
-            "rows_per_snapshot": ratio(sql.rows, report.count),
-            "rows_by_kind": {kind: k.rows for kind, k in sql.by_kind.items() if k.rows},
-            "peak_rss_mb": peak_rss_kb() / 1024}
+    return spawned_full_run(spawned_settings(wiring.settings, wiring.settings.redis_prefix))
 
 
 def _model(bench: Bench, url: str, schema: str, strategy: str) -> dict[str, Any]:
