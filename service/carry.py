@@ -15,8 +15,8 @@ A carried workspace is dropped, and the next epoch starts a fresh one, when
 
 * the ``seq`` moved (an event or an outdating happened);
 * it served ``max_foci`` foci (its memory grows with what it loaded);
-* ``max_age_ms`` passed since it was filled (by the worker's clock; a carry that lives for one
-  rebuild call has none and is bounded by ``max_foci`` alone);
+* ``max_age_ms`` passed since it was filled (by the worker's clock; a carry without one, for one
+  rebuild call or for a full rebuild's pieces, is bounded by ``max_foci`` alone);
 * an epoch using it failed, or it belongs to another service.
 
 A full rebuild exists to recover changes no event announced, so it must read the database afresh:
@@ -35,7 +35,12 @@ On a read replica an old row read within the replica's lag would be carried on t
 ``GRAPHRAG_CARRY_FOCI=0`` and ``GRAPHRAG_PIECE_CARRY_FOCI=0`` there (ops/runbook.md, "Read-only
 database user").
 
-Each thread carries its own workspace: a view is not safe to fill from two threads at once.
+Each thread carries its own workspace (by thread id: a view is not safe to fill from two threads at
+once; a thread that ended leaves its workspace to a later thread given its id, never to one alive
+with it). A carry
+with ``max_foci`` 0 holds nothing, and :meth:`Carry.release` lets every thread's workspace go (a
+worker process that sat idle after a run, worker.celery_app): the memory is the workspace's, and an
+epoch already using one keeps it to its end.
 """
 
 from __future__ import annotations
@@ -71,16 +76,18 @@ class Carry:
     def __init__(self, *, max_foci: int = MAX_FOCI, max_age_ms: int = MAX_AGE_MS,
                  clock_ms: Callable[[], int] | None = None) -> None:
         self.max_foci, self.max_age_ms, self.clock_ms = max_foci, max_age_ms, clock_ms
-        self._local = threading.local()
+        self._held: dict[int, _Held] = {}  # by thread; a dict, so release() reaches every thread
 
     def workspace(self, service: ContextService, *, seq: int, foci: int) -> Any:
         """The carried workspace if it may serve ``foci`` more foci of an epoch that read ``seq``;
-        otherwise a fresh one from ``service``, carried from now on."""
-        held: _Held | None = getattr(self._local, "held", None)
+        otherwise a fresh one from ``service``, carried from now on (unless ``max_foci`` is 0)."""
+        if self.max_foci == 0:
+            return service.costing()
+        thread = threading.get_ident()
+        held = self._held.get(thread)
         now_ms = self.clock_ms() if self.clock_ms is not None else 0
         if held is None or not self._fits(held, service, seq, now_ms, foci):
-            held = _Held(service.costing(), service, seq, now_ms)
-            self._local.held = held
+            held = self._held[thread] = _Held(service.costing(), service, seq, now_ms)
         held.foci += foci
         return held.workspace
 
@@ -91,4 +98,12 @@ class Carry:
 
     def drop(self) -> None:
         """Forget this thread's workspace (an epoch using it failed)."""
-        self._local.held = None
+        self._held.pop(threading.get_ident(), None)
+
+    def release(self) -> None:
+        """Forget every thread's workspace (safe from any thread: an epoch using one keeps it)."""
+        self._held.clear()
+
+    def holds(self) -> bool:
+        """Whether any thread carries a workspace."""
+        return bool(self._held)

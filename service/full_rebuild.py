@@ -15,7 +15,7 @@ into another notebook, a referrer elsewhere) is loaded on demand, batched as eve
 The workspace is carried on from piece to piece (service.carry) while the edit ``seq`` stands still,
 up to ``carry``'s bound on the foci it served: a row loaded on demand for one piece is still there
 when its own piece comes, or when a later piece shows it again, so over a whole run each note row
-is decoded once and each note costed once, where a workspace per piece read a notebook's
+is decoded once per process and each note costed once, where a workspace per piece read a notebook's
 neighbours again for every piece that showed them. A run starts with a new ``seq``
 (service.rebuild.start_full_rebuild), so nothing read before the run is carried into it; an event
 during the run moves ``seq`` and the next piece starts afresh. The bound is the memory of the

@@ -41,7 +41,7 @@ class Runtime:
     pages_per_dispatch: int = 50
     #: Note ids per drain epoch (its batches share loaded data).
     rebuild_page: int = 500
-    #: Notes of one full-rebuild piece at most (one ``rebuild_piece`` task, one workspace).
+    #: Notes of one full-rebuild piece at most (one ``rebuild_piece`` task, its rows loaded first).
     rebuild_piece_notes: int = 5_000
     #: Whether the broker delays a message by less than a second (Redis: yes; RabbitMQ's native
     #: delayed delivery counts whole seconds, so a shorter wait happens inside the task).

@@ -99,9 +99,12 @@ class Capture:
                                    start=self.start(), stop=self.stop):
                     self.apply(item)
             except PositionPurged as err:
+                # the position first: what commits after it is read from the log, what committed
+                # before it is committed before the full rebuild is queued, so that run reads it
+                here = current_position(self.url)
                 self.metrics.full_rebuilds.inc()
                 self.full_rebuild(f"the stored log position is no longer on the server ({err})")
-                self.positions.put(current_position(self.url).to_text())
+                self.positions.put(here.to_text())
             except BinlogUnavailable as err:
                 log.warning("lost the log (%s); resuming from the stored position", err)
                 self.stop.wait(_RECONNECT_S)

@@ -14,7 +14,6 @@ import contextlib
 import gc
 import logging
 from collections.abc import Iterable
-from functools import partial
 from typing import Any
 
 from celery import Celery
@@ -82,20 +81,28 @@ def queue_size(celery: Celery, queue: str) -> int:
 
 def build_runtime(settings: Settings, celery: Celery, *, redis_client: Any = None) -> Runtime:
     """Everything the tasks of one worker process use, wired from ``settings``."""
-    wiring = Wiring(settings, redis_client=redis_client)
-    drains, pieces = wiring.carry(), wiring.piece_carry()
+    return runtime_of(Wiring(settings, redis_client=redis_client), celery)
+
+
+def runtime_of(wiring: Wiring, celery: Celery) -> Runtime:
+    """The runtime over ``wiring``: drains carry loaded data from call to call (service.carry);
+    full-rebuild pieces carry their workspace, let go after a drain and when idle (worker.idle)."""
+    settings, drains, idle = wiring.settings, wiring.carry(), wiring.idle_release()
 
     def rebuild(note_ids: Iterable[int], **options: Any) -> RebuildReport:
         # an event moved the edit seq before this drain: the next piece could not use what the
         # last one carried, so its memory is let go now rather than then
-        pieces.drop()
+        wiring.pieces.release()
         return wiring.rebuild(note_ids, carry=drains, **options)
+
+    def rebuild_piece(note_ids: list[int], **options: Any) -> RebuildReport:
+        with idle.in_use():
+            return wiring.rebuild_piece(note_ids, **options)
 
     return Runtime(
         notes=wiring.source, snapshots=wiring.cache, dirty=wiring.dirty,
         coordination=wiring.coordination, progress=wiring.progress(),
-        rebuild=rebuild, rebuild_piece=partial(wiring.rebuild_piece, carry=pieces),
-        clock_ms=wall_ms,
+        rebuild=rebuild, rebuild_piece=rebuild_piece, clock_ms=wall_ms,
         bulk_backlog=lambda: queue_size(celery, "bulk"),
         sibling_radius=sibling_radius(wiring.strategies()),
         debounce_ms=settings.debounce_ms, max_bulk_backlog=settings.max_bulk_backlog,

@@ -144,7 +144,7 @@ def rebuild_here(database_url: str | None, note_ids: tuple[int, ...], everything
         progress.done(run_id, count, errors=0, now_ms=wall_ms())
 
     with tqdm(total=total, unit="note", disable=not sys.stderr.isatty(), file=sys.stderr) as bar:
-        if everything:  # by pieces of the database, each with one workspace (service.full_rebuild)
+        if everything:  # by pieces of the database, one workspace carried on (service.full_rebuild)
             pieces = wiring.source.workspaces(wiring.settings.rebuild_piece_notes)
             report = wiring.rebuild_pieces((p.ids for p in pieces), progress=advance)
         else:

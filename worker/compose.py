@@ -44,6 +44,7 @@ from storage.redis.positions import RedisFeedHeartbeat
 from storage.redis.progress import RedisProgress
 from storage.redis.queue import RedisDirtySet
 from worker.feed_watch import FeedWatch
+from worker.idle import IdleRelease
 from worker.settings import Settings
 
 __all__ = ["Wiring", "build_counter", "build_source", "wall_ms"]
@@ -185,17 +186,17 @@ class Wiring:
                        layered_limits=s.layered_limits, now_ms=wall_ms(),
                        epoch_size=s.rebuild_page, progress=progress, carry=carry or self.carry())
 
-    def rebuild_piece(self, note_ids: list[int], *, progress: Callable[[int], None] | None = None,
-                      carry: Carry | None = None) -> RebuildReport:
-        """Rebuild one full-rebuild piece, its own notes loaded first; ``carry`` (a worker
-        process's, from :meth:`piece_carry`) hands its workspace on to the next piece."""
-        return self.rebuild_pieces([note_ids], progress=progress, carry=carry)
+    def rebuild_piece(self, note_ids: list[int], *,
+                      progress: Callable[[int], None] | None = None) -> RebuildReport:
+        """Rebuild one full-rebuild piece, its own notes loaded first, into the workspace this
+        process carried on from its last piece (:attr:`pieces`)."""
+        return self.rebuild_pieces([note_ids], progress=progress, carry=self.pieces)
 
     def rebuild_pieces(self, pieces: Iterable[Sequence[int]], *,
                        progress: Callable[[int], None] | None = None,
                        carry: Carry | None = None) -> RebuildReport:
         """Rebuild every configured snapshot of every piece (service.full_rebuild), one workspace
-        carried on from piece to piece (by ``carry``, else by one for this call)."""
+        carried on from piece to piece (by ``carry``, else by one for this call, let go with it)."""
         s = self.settings
         return rebuild_pieces(self.service, self.cache, pieces, strategies=self.strategies(),
                               seeds=s.seeds, max_token_limit=s.max_token_limit,
@@ -206,6 +207,16 @@ class Wiring:
         """A carry of loaded data from epoch to epoch, bounded as configured (service.carry)."""
         s = self.settings
         return Carry(max_foci=s.carry_foci, max_age_ms=s.carry_age_ms, clock_ms=wall_ms)
+
+    @cached_property
+    def pieces(self) -> Carry:
+        """This process's carry of a full rebuild's workspace from one ``rebuild_piece`` to the
+        next (worker.celery_app lets it go after a drain and when the process sits idle)."""
+        return self.piece_carry()
+
+    def idle_release(self) -> IdleRelease:
+        """What lets :attr:`pieces` go once this process saw no piece for a while (worker.idle)."""
+        return IdleRelease(self.pieces, self.settings.piece_carry_idle_s)
 
     def piece_carry(self) -> Carry:
         """A carry of a full rebuild's workspace from piece to piece, bounded by the foci it

@@ -42,7 +42,8 @@ def _advance(job: Computation) -> Any:
     except StopIteration as done:
         return done.value
     except GraphRagError as err:
-        return err
+        # the result outlives the job: its traceback's frames would hold the job's workspace
+        return err.with_traceback(None)
 
 
 class _Step:

@@ -9,7 +9,7 @@ behave as the SQL and Redis adapters do.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -109,13 +109,14 @@ def new_world(records: Iterable[TreeNote]) -> World:
     return w
 
 
-def stale_snapshots(world: World) -> list[str]:
-    """Every snapshot a live note should have that is missing or outdated, and every content
-    problem of the stored ones against the notes as they are now (the reliability suites' check:
-    what a snapshot shows is exact, which notes it picked is not checked)."""
+def stale_snapshots(world: World, only: Collection[int] | None = None) -> list[str]:
+    """Every snapshot a live note (of ``only``, when given) should have that is missing or
+    outdated, and every content problem of the stored ones against the notes as they are now (the
+    reliability suites' check: what a snapshot shows is exact, which notes it picked is not)."""
     notes = {n.id: _db_note(n) for n in world.source.notes.values()}
     problems = []
-    for note_id in sorted(i for i, n in notes.items() if not n.deleted):
+    for note_id in sorted(i for i, n in notes.items()
+                          if not n.deleted and (only is None or i in only)):
         for key in _keys(world, note_id):
             raw, counter = world.cache.read_current(key)
             env = decode_envelope(raw) if raw is not None else None

@@ -137,6 +137,7 @@ def test_an_event_between_pieces_starts_the_next_piece_afresh() -> None:
     world.events(NoteEvent("note.updated", shown))
     piece(0)
     assert any(shown in need.rows for need in world.source.loads[before:])
+    assert stale_snapshots(world, only=pieces[0]) == []  # the piece itself, before any drain
     drain_all(world)
     assert stale_snapshots(world) == []
 

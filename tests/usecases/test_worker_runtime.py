@@ -1,0 +1,100 @@
+"""A worker process's runtime (worker.celery_app.runtime_of) carries a full rebuild's workspace
+from one ``rebuild_piece`` to the next, lets it go when a drain comes (an event moved the edit
+``seq``) and when the process sat idle after its last piece (worker.idle), and never holds one for
+a carry bound of 0. Over in-memory ports, in seconds."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import fakeredis
+import pytest
+from celery import Celery
+
+from service.carry import Carry
+from tests.reliability.harness import settings_from
+from tests.usecases.conftest import LAYERED_LIMITS, MAX_LIMIT, SEEDS, STRATEGIES, World
+from worker.celery_app import runtime_of
+from worker.compose import Wiring
+from worker.idle import IdleRelease
+
+WAIT_S = 10.0  # an upper bound for a timer to fire, never a measured duration
+
+
+def wiring_over(world: World, **env: str) -> Wiring:
+    settings = settings_from({
+        "GRAPHRAG_STRATEGIES": ",".join(STRATEGIES), "GRAPHRAG_SEEDS": ",".join(map(str, SEEDS)),
+        "GRAPHRAG_MAX_TOKEN_LIMIT": str(MAX_LIMIT),
+        "GRAPHRAG_LAYERED_LIMITS": ",".join(map(str, LAYERED_LIMITS)), **env})
+    wiring = Wiring(settings, redis_client=fakeredis.FakeRedis())
+    wiring.__dict__.update(source=world.source, service=world.service, cache=world.cache,
+                           dirty=world.dirty, coordination=world.coordination)
+    return wiring
+
+
+def loads_of(world: World, call: object, *args: object) -> int:
+    before = len(world.source.loads)
+    call(*args)  # type: ignore[operator]
+    return len(world.source.loads) - before
+
+
+def piece_of(world: World) -> list[int]:
+    return world.source.live_ids_after(0, 10_000)
+
+
+def test_pieces_share_the_process_workspace_until_a_drain_lets_it_go(world: World) -> None:
+    wiring = wiring_over(world, GRAPHRAG_PIECE_CARRY_IDLE_S="3600")
+    runtime = runtime_of(wiring, Celery())
+    ids = piece_of(world)
+    assert loads_of(world, runtime.rebuild_piece, ids) > 0
+    assert loads_of(world, runtime.rebuild_piece, ids) == 0  # carried: nothing read again
+    assert wiring.pieces.holds()
+    runtime.rebuild(ids[:1])
+    assert not wiring.pieces.holds()
+    assert loads_of(world, runtime.rebuild_piece, ids) > 0
+
+
+def test_an_idle_process_lets_its_workspace_go(world: World) -> None:
+    wiring = wiring_over(world, GRAPHRAG_PIECE_CARRY_IDLE_S="0.05")
+    runtime_of(wiring, Celery()).rebuild_piece(piece_of(world))
+    deadline = time.monotonic() + WAIT_S
+    while wiring.pieces.holds() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not wiring.pieces.holds()
+
+
+def test_a_carry_bound_of_zero_holds_no_workspace(world: World) -> None:
+    wiring = wiring_over(world, GRAPHRAG_PIECE_CARRY_FOCI="0")
+    runtime = runtime_of(wiring, Celery())
+    ids = piece_of(world)
+    assert loads_of(world, runtime.rebuild_piece, ids) > 0
+    assert not wiring.pieces.holds()
+    assert loads_of(world, runtime.rebuild_piece, ids) > 0
+
+
+def test_a_piece_in_progress_keeps_the_workspace_past_the_idle_time() -> None:
+    carry = Carry()
+    carry._held[threading.get_ident()] = object()  # type: ignore[assignment]
+    idle = IdleRelease(carry, 0.01)
+    with idle.in_use():
+        threading.Event().wait(0.2)  # longer than idle_s: no timer runs inside the block
+        assert carry.holds()
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_release_reaches_every_thread(world: World, threads: int) -> None:
+    carry, together = Carry(), threading.Barrier(threads)
+
+    def take() -> None:
+        carry.workspace(world.service, seq=1, foci=1)
+        together.wait(WAIT_S)  # all alive at once: each has a workspace of its own
+
+    workers = [threading.Thread(target=take) for _ in range(threads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert len(carry._held) == threads
+    carry.release()
+    assert not carry.holds()
