@@ -29,6 +29,7 @@ from graphrag.core.errors import ConfigurationError, DatabaseUnavailable
 
 __all__ = [
     "GROUP_CONCAT_MAX_LEN",
+    "NOTE_TEXT_LABELS",
     "Database",
     "KindTally",
     "StatementTally",
@@ -214,14 +215,22 @@ def statement_kind(statement: str) -> str:
     return f"{flat.split(' ', 1)[0]} {joined}WHERE {where.group(1) if where else '-'}"
 
 
+#: The labels the profiles give a note's text in a result (storage.profiles.tables_2025's note
+#: rows: ``details``; storage.profiles.wiki_statements: ``n_content``): a row of a result with one
+#: of them is a *note row*, a note's fields decoded; any other row is ids or a folder's, notebook's
+#: or access row.
+NOTE_TEXT_LABELS = frozenset({"details", "n_content"})
+
+
 @dataclass
 class KindTally:
-    """Statements of one kind, the seconds spent in ``execute`` for them and the rows they returned
-    (each decoded by the driver)."""
+    """Statements of one kind, the seconds spent in ``execute`` for them, the rows they returned
+    (each decoded by the driver) and how many of those were note rows (:data:`NOTE_TEXT_LABELS`)."""
 
     statements: int = 0
     seconds: float = 0.0
     rows: int = 0
+    note_rows: int = 0
 
 
 @dataclass
@@ -231,14 +240,18 @@ class StatementTally:
     statements: int = 0
     seconds: float = 0.0
     rows: int = 0
+    note_rows: int = 0
     by_kind: dict[str, KindTally] = field(default_factory=dict)
 
-    def add(self, statement: str, seconds: float, rows: int = 0) -> None:
+    def add(self, statement: str, seconds: float, rows: int = 0, *, note_rows: bool = False) -> None:
+        """One statement that returned ``rows`` rows, note rows when ``note_rows``."""
         kind = self.by_kind.setdefault(statement_kind(statement), KindTally())
+        notes = rows if note_rows else 0
         kind.statements, kind.seconds = kind.statements + 1, kind.seconds + seconds
-        kind.rows += rows
+        kind.rows, kind.note_rows = kind.rows + rows, kind.note_rows + notes
         self.statements, self.seconds, self.rows = self.statements + 1, self.seconds + seconds, (
             self.rows + rows)
+        self.note_rows += notes
 
 
 @contextmanager
@@ -252,7 +265,9 @@ def counted_statements(engine: Database) -> Iterator[StatementTally]:
 
     def after(_conn: Any, cursor: Any, statement: str, *_: Any) -> None:
         rows = cursor.rowcount if statement.lstrip().upper().startswith(("SELECT", "WITH")) else 0
-        tally.add(statement, time.perf_counter() - started[0], max(rows, 0))
+        columns = {column[0] for column in cursor.description or ()}
+        tally.add(statement, time.perf_counter() - started[0], max(rows, 0),
+                  note_rows=not columns.isdisjoint(NOTE_TEXT_LABELS))
 
     event.listen(engine, "before_cursor_execute", before)
     event.listen(engine, "after_cursor_execute", after)

@@ -116,7 +116,7 @@ class WikiView:
 
     def _replacing(self, loaded: dict[Any, Any], key: Hashable, value: object) -> None:
         """Drop every derived value when a load changes what was loaded under ``key`` (the
-        loaders deliver a row again with the link, sample or chain that names it: as it was, it
+        loaders may deliver a row again, a folder with each chain that names it: as it was, it
         changes nothing)."""
         if self.derived and key in loaded and loaded[key] != value:
             self.derived.clear()

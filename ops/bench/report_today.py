@@ -12,6 +12,8 @@ __all__ = ["broker_lines", "cdc_lines", "cluster_lines", "today_lines"]
 
 
 def _fmt(value: Any) -> str:
+    if value is None:  # (a figure an older run did not measure)
+        return "–"
     return f"{value:,.0f}" if isinstance(value, int | float) and abs(value) >= 100 else f"{value:.3g}"
 
 
@@ -122,17 +124,20 @@ def full_lines(r: dict[str, Any]) -> list[str]:
     rows = [f"| {s} | {f['notes']:,} ({f['pieces']}) | {_fmt(f['full']['snapshots_per_s'])} | "
             f"{_fmt(f['batched']['snapshots_per_s'])} | {_fmt(f['same_notes']['snapshots_per_s'])} | "
             f"{_fmt(f['speedup'])}× | {_fmt(f['rows_per_snapshot'])} "
-            f"({_fmt(f['batched']['rows_per_snapshot'])}) | {_fmt(f['peak_rss_mb'])} |"
+            f"({_fmt(f['batched'].get('note_rows_per_snapshot'))}) | "
+            f"{_fmt(f.get('all_rows_per_snapshot'))} | {_fmt(f['peak_rss_mb'])} |"
             for s, f in runs.items()]
     return ["## Full rebuild by pieces", "",
             "The nightly path (service.full_rebuild: a notebook's notes loaded at once, the workspace "
             "carried on from piece to piece) over its first pieces, against what it replaced (the "
             "batched path over as many consecutive ids from "
-            "the middle of the table) and against the batched path over the same notes; rows: every "
-            "row the driver decoded per snapshot written; peak RSS of a fresh process running the "
+            "the middle of the table) and against the batched path over the same notes; note rows: the "
+            "rows carrying a note's fields the driver decoded per snapshot written; all rows: every "
+            "row (id lists, folders, notebooks too); peak RSS of a fresh process running the "
             "full path over the pieces.", "",
             "| strategy | notes (pieces) | full snapshots/s | paged | same notes | speed-up | "
-            "rows/snapshot (paged) | peak RSS MB |", "|---|---|---|---|---|---|---|---|", *rows, "",
+            "note rows/snapshot (paged) | all rows/snapshot | peak RSS MB |",
+            "|---|---|---|---|---|---|---|---|---|", *rows, "",
             *_whole_lines(r)]
 
 
@@ -144,13 +149,15 @@ def _whole_lines(r: dict[str, Any]) -> list[str]:
     rows = [f"| {s} | {f['full']['notes']:,} ({f['full']['pieces']}) | "
             f"{_fmt(f['full']['snapshots_per_s'])} | {_fmt(f['batched']['snapshots_per_s'])} | "
             f"{_fmt(f['speedup'])}× | {_fmt(f['rows_per_snapshot'])} "
-            f"({_fmt(f['batched']['rows_per_snapshot'])}) | {_fmt(f['peak_rss_mb'])} |"
+            f"({_fmt(f['batched'].get('note_rows_per_snapshot'))}) | "
+            f"{_fmt(f.get('all_rows_per_snapshot'))} | {_fmt(f['peak_rss_mb'])} |"
             for s, f in whole["runs"].items()]
     return [f"Whole runs over the {whole['size']:,}-note graphs (every live note; rows per snapshot "
             "are a property of a run: what a piece's foci read of other pieces is carried on to "
             "them): the full path in a fresh process against the batched path over every live id.",
             "", "| strategy | notes (pieces) | full snapshots/s | batched | speed-up | "
-            "rows/snapshot (batched) | peak RSS MB |", "|---|---|---|---|---|---|---|", *rows, ""]
+            "note rows/snapshot (batched) | all rows/snapshot | peak RSS MB |",
+            "|---|---|---|---|---|---|---|---|", *rows, ""]
 
 
 def today_scale_lines(r: dict[str, Any]) -> list[str]:

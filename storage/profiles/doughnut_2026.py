@@ -5,8 +5,10 @@ writes when it saves a note (never a re-parse of ``content``: Doughnut resolves 
 and resolving them again would disagree with it). Visibility comes from ``ownership``,
 ``subscription``, ``circle_user`` and ``bazaar_notebook``. The needs of the focus-context strategy
 (``graphrag.wiki.model.WikiNeed``) are answered in batches by the statements of
-:mod:`storage.profiles.wiki_statements`; every sampled list comes back with its note rows, and a list
-shorter than asked is marked complete.
+:mod:`storage.profiles.wiki_statements`; link lists and sampled lists come back as ids, and the rows
+of the notes they name are read after them, only those the view does not hold yet (so a row is
+decoded once while a view lives, however many lists name it); a list shorter than asked is marked
+complete.
 """
 
 from __future__ import annotations
@@ -139,16 +141,19 @@ class Doughnut2026:
         self._by_ids(conn, sql.NOTES, ids, lambda rows: view.put_notes(map(_note, rows)),
                      view.put_absent_notes)
 
+    def _rows_of(self, conn: Connection, view: WikiView, ids: Iterable[int]) -> None:
+        """The rows of the notes in ``ids`` the view does not hold yet (each row read once while
+        the view lives: a link target or a sampled note is often one it already has)."""
+        self._notes(conn, view, view.missing(WikiNeed(notes=frozenset(ids))).notes)
+
     def _links(self, conn: Connection, view: WikiView, ids: Iterable[int]) -> None:
         for chunk in chunks(ids, self.in_chunk):
             targets: dict[int, list[int]] = {i: [] for i in chunk}
             for r in conn.execute(sql.LINKS, {"ids": chunk}):
                 targets[r.note_id].append(r.target_note_id)
-                if r.n_id is not None:
-                    view.put_notes([_note(r)])
+            self._rows_of(conn, view, (t for ordered in targets.values() for t in ordered))
             for note_id, ordered in targets.items():
                 view.put_links(note_id, ordered)
-                view.put_absent_notes(t for t in ordered if not view.has_note(t))
 
     def _referrers(self, conn: Connection, view: WikiView, wanted: dict[ReferrerKey, int]) -> None:
         groups: dict[tuple[int | None, Viewer], dict[int, int]] = defaultdict(dict)
@@ -188,10 +193,9 @@ class Doughnut2026:
                  owners: list[int]) -> dict[int, list[int]]:
         found: dict[int, list[int]] = {o: [] for o in owners}
         statement, params = sampled
-        rows = list(conn.execute(statement, {"ids": owners, **params}))
-        view.put_notes(_note(r) for r in rows)
-        for r in rows:
+        for r in conn.execute(statement, {"ids": owners, **params}):
             found[r.owner].append(r.n_id)
+        self._rows_of(conn, view, (i for ids in found.values() for i in ids))
         return found
 
     def _access(self, conn: Connection, view: WikiView, pairs: Iterable[tuple[Viewer, int]]) -> None:

@@ -87,10 +87,8 @@ FOLDER_CHAINS = _folder_chains()
 
 
 def _links() -> Select[Any]:
-    target = note.alias("t")
     c = note_wiki_title_cache
-    return (select(c.c.note_id, c.c.target_note_id, *note_columns(target))
-            .outerjoin(target, target.c.id == c.c.target_note_id)
+    return (select(c.c.note_id, c.c.target_note_id)
             .where(c.c.note_id.in_(_IDS)).order_by(c.c.note_id, c.c.id))
 
 
@@ -111,12 +109,11 @@ def _ranked(rows: Select[Any], partition: Any, id_column: Any, seeded: bool) -> 
 
 
 def _sample(ranked: Any) -> Select[Any]:
-    """The sampled ids' note rows. The ranking runs on ids only: a window function's temporary
-    table then holds narrow integer rows, never the notes' TEXT columns (which would push it to
-    disk and, on MariaDB 10.11, could crash the server while freeing it)."""
-    n = note.alias("sampled")
-    return (select(ranked.c.owner, *note_columns(n), ranked.c.rn)
-            .select_from(ranked.join(n, n.c.id == ranked.c.n_id))
+    """The sampled ids, by owner in sampling order. The ranking runs on ids only: a window
+    function's temporary table then holds narrow integer rows, never the notes' TEXT columns (which
+    would push it to disk and, on MariaDB 10.11, could crash the server while freeing it); the rows
+    of sampled notes the view lacks are read by :data:`NOTES` after it."""
+    return (select(ranked.c.owner, ranked.c.n_id, ranked.c.rn)
             .where(ranked.c.rn <= bindparam("limit")).order_by(ranked.c.owner, ranked.c.rn))
 
 

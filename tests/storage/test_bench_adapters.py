@@ -15,8 +15,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from sqlalchemy.engine import Engine
 
-from graphrag import ConfigurationError
+from graphrag import CharsCounter, ConfigurationError, Request, StrategyParams
+from service.context import ContextService
 from storage.database import (
+    NOTE_TEXT_LABELS,
     buffer_pool_bytes,
     counted_statements,
     create_database,
@@ -25,8 +27,9 @@ from storage.database import (
     statement_kind,
     with_database,
 )
-from storage.profiles import admin_2025
+from storage.profiles import admin_2025, wiki_statements
 from storage.profiles.doughnut_2025 import Doughnut2025
+from storage.profiles.tables_2025 import TreeStatements, note_table
 from storage.records import TreeNote
 
 DELETED = dt.datetime(2025, 6, 1)
@@ -141,3 +144,25 @@ def test_server_figures_on_mariadb(engine: Engine) -> None:
     assert buffer_pool_bytes(engine) >= 2**20
     assert "mariadb" in server_version(engine).lower() or server_version(engine)[0].isdigit()
     assert admin_2025.note_table_bytes(engine) > 0
+
+
+# (row counts come from the driver's rowcount: PyMySQL's; SQLite's is -1 for a SELECT)
+@pytest.mark.parametrize("backend", [pytest.param("mariadb", marks=pytest.mark.mariadb)])
+def test_the_counter_tells_note_rows_from_id_rows(engine: Engine) -> None:
+    notes = _loaded(engine)
+    source = Doughnut2025(engine)
+    source.check()
+    with counted_statements(engine) as ids_only:
+        source.live_ids_after(0, 100)
+    assert ids_only.rows == sum(n.deleted_at is None for n in notes)
+    assert ids_only.note_rows == 0
+    with counted_statements(engine) as tally:
+        ContextService(source, CharsCounter(), StrategyParams()).compute(
+            Request(1, 0, 5000, 0), "wavefront")
+    assert 0 < tally.note_rows < tally.rows  # the children lists are ids
+    assert tally.note_rows == sum(k.note_rows for k in tally.by_kind.values())
+
+
+def test_both_profiles_label_a_note_rows_text_as_the_counter_expects() -> None:
+    assert NOTE_TEXT_LABELS & set(wiki_statements.NOTES.selected_columns.keys())
+    assert NOTE_TEXT_LABELS & set(TreeStatements(note_table()).rows.selected_columns.keys())
