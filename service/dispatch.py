@@ -8,8 +8,7 @@ A note created (or moved) during a run into a notebook the cursor has passed is 
 event and the next run; one moved the other way may be rebuilt twice. Back-pressure: while more
 than ``max_backlog`` tasks wait on the bulk queue the dispatcher stops and asks to be called again
 later, so a full rebuild never floods the broker. Progress is recorded per piece, so ``graphrag
-rebuild --status`` follows it. (:func:`dispatch_pages` is the id-paging dispatcher it replaced; no
-task calls it any more.)
+rebuild --status`` follows it.
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ from typing import Literal
 
 from service.ports import Cursor, NoteSource, ProgressLog
 
-__all__ = ["DispatchStep", "dispatch_pages", "dispatch_pieces"]
+__all__ = ["DispatchStep", "dispatch_pieces"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,21 +52,3 @@ def dispatch_pieces(
         progress.enqueued(run_id, len(piece.ids), last_id=last)
     return DispatchStep("more", last, after)
 
-
-def dispatch_pages(
-    source: NoteSource, progress: ProgressLog, *, run_id: str, after_id: int, pages: int,
-    page_size: int, backlog: Callable[[], int], max_backlog: int,
-    enqueue: Callable[[list[int]], object], now_ms: Callable[[], int],
-) -> DispatchStep:
-    """Enqueue up to ``pages`` pages of live ids after ``after_id``; see the module docstring."""
-    for _ in range(pages):
-        if backlog() > max_backlog:
-            return DispatchStep("waiting", after_id)
-        ids = source.live_ids_after(after_id, page_size)
-        if not ids:
-            progress.dispatched(run_id, now_ms=now_ms())
-            return DispatchStep("finished", after_id)
-        enqueue(ids)
-        after_id = ids[-1]
-        progress.enqueued(run_id, len(ids), last_id=after_id)
-    return DispatchStep("more", after_id)

@@ -1,39 +1,11 @@
-"""The nightly dispatcher: keyset pages, back-pressure and progress (fast)."""
+"""The nightly dispatcher: pieces from a cursor, back-pressure and progress (fast)."""
 
 from __future__ import annotations
 
 from ops.generate import generate
-from service.dispatch import dispatch_pages, dispatch_pieces
+from service.dispatch import dispatch_pieces
 from storage.memory import MemoryProgress
 from tests.usecases.conftest import World, new_world
-
-
-def test_pages_every_live_id_once_and_records_progress(world: World) -> None:
-    progress = MemoryProgress(world.state)
-    progress.start("run", now_ms=1)
-    batches: list[list[int]] = []
-    after, state = 0, "more"
-    while state == "more":
-        step = dispatch_pages(world.source, progress, run_id="run", after_id=after, pages=2,
-                              page_size=40, backlog=lambda: 0, max_backlog=5,
-                              enqueue=batches.append, now_ms=world.clock)
-        after, state = step.after_id, step.state
-    assert state == "finished"
-    flat = [i for b in batches for i in b]
-    assert flat == world.source.live_ids_after(0, 10_000)
-    status = progress.status()
-    assert status["enqueued"] == len(flat) and status["lastId"] == flat[-1]
-    assert status["dispatchedAt"] == world.clock()
-
-
-def test_a_full_bulk_queue_makes_the_dispatcher_wait(world: World) -> None:
-    progress = MemoryProgress(world.state)
-    progress.start("run", now_ms=1)
-    batches: list[list[int]] = []
-    step = dispatch_pages(world.source, progress, run_id="run", after_id=0, pages=5, page_size=10,
-                          backlog=lambda: 6, max_backlog=5, enqueue=batches.append,
-                          now_ms=world.clock)
-    assert (step.state, step.after_id, batches) == ("waiting", 0, [])
 
 
 def test_progress_finishes_when_every_enqueued_note_is_done(world: World) -> None:
