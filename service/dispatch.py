@@ -1,7 +1,8 @@
 """The nightly full rebuild's dispatcher: hand out the database's pieces as rebuild tasks.
 
 Pieces are notebooks in order, then the notes in no notebook, packed into pieces of at most
-``max_notes`` notes (:meth:`service.ports.NoteSource.workspaces`); each is rebuilt with one workspace
+``max_notes`` notes (:meth:`service.ports.NoteSource.workspaces`); each is rebuilt with its rows
+loaded first, into the workspace its worker process carries from piece to piece
 (service.full_rebuild). Pieces are handed out in (notebook, id) order from a cursor, the last
 handed-out piece's (notebook, last id), so a dispatch call costs the same wherever it continues.
 A note created (or moved) during a run into a notebook the cursor has passed is left to its own

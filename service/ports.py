@@ -57,7 +57,7 @@ Loader = Callable[[Any, Any], None]
 
 @dataclass(frozen=True, slots=True)
 class Piece:
-    """Live notes a full rebuild computes with one workspace: ``ids`` in (notebook, id) order;
+    """Live notes a full rebuild loads and computes together: ``ids`` in (notebook, id) order;
     ``notebook`` is the last one's (None: in no notebook)."""
 
     notebook: int | None
@@ -100,7 +100,7 @@ class NoteSource(Protocol):
         """How many live notes exist."""
 
     def workspaces(self, max_notes: int, *, after: Cursor = None) -> Iterator[Piece]:
-        """Every live note once, in the pieces a full rebuild computes with one workspace each:
+        """Every live note once, in the pieces a full rebuild loads and computes together:
         notebooks by ascending id, each one's live notes by ascending id, then the notes in no
         notebook, packed into pieces of at most ``max_notes`` (small notebooks share one, a big
         one spans several); ``after`` (the cursor of a piece already handed out) continues after

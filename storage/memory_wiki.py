@@ -8,10 +8,10 @@ milliseconds:
 * ``referrers``: distinct, non-deleted notes with a ``note_wiki_title_cache`` row targeting the note,
   visible when in the target's notebook, or when the viewer owns their notebook through
   ``ownership.user_id`` or subscribes to it; in sampling order (:func:`graphrag.wiki.model.sample_key`);
-  the rows come back with the list, as ``SELECT r.*`` returns them;
+  the rows the view lacks are read after the lists, as the profile reads them;
 * ``peers``: non-deleted notes with the folder id (any notebook), or at the notebook's root;
-* ``links``: the targets of the note's rows in row-id order (the target rows come along, as one JOIN
-  brings them, unless ``eager_links`` is off);
+* ``links``: the targets of the note's rows in row-id order (the target rows the view lacks are
+  read in the same load, unless ``eager_links`` is off);
 * ``access``: readable = owner, circle member, subscriber or bazaar; inbound-visible = owner through
   ``ownership.user_id`` or subscriber. A circle viewer is a member of that circle owning nothing else.
 
@@ -211,7 +211,7 @@ class MemoryWiki:
         return bool(self.notes)
 
     def load(self, view: WikiView, need: WikiNeed) -> None:
-        self._put_notes(view, need.notes)
+        named, sampled = set(need.notes), set[int]()
         for folder_id in need.folders:
             self._put_folder_chain(view, folder_id)
         view.put_notebooks(self.notebooks[i] for i in need.notebooks if i in self.notebooks)
@@ -219,21 +219,23 @@ class MemoryWiki:
         for note_id in need.links:
             targets = self.targets(note_id)
             view.put_links(note_id, targets)
-            if self.eager_links:
-                self._put_notes(view, targets)
+            named.update(targets if self.eager_links else ())
         for (target, seed, viewer), length in need.referrers:
             ids = self.referrer_ids(target, seed, viewer)
-            self._put_notes(view, ids[:length])
+            sampled.update(ids[:length])
             view.put_referrers((target, seed, viewer), ids[:length], len(ids) < length)
         for key, length in need.peers:
             members = self.member_ids(*key)
-            self._put_notes(view, members[:length])
+            sampled.update(members[:length])
             view.put_peers(key, members[:length], len(members) < length)
         for viewer, notebook_id in need.access:
             view.put_access(viewer, notebook_id, self.access(viewer, notebook_id))
+        self._put_notes(view, named | sampled, live=sampled)
 
-    def _put_notes(self, view: WikiView, ids: Iterable[int]) -> None:
-        wanted = list(ids)
+    def _put_notes(self, view: WikiView, ids: set[int], *, live: set[int]) -> None:
+        """As the profile reads rows: those the view lacks, and sampled ones it holds as absent."""
+        wanted = {i for i in ids if not view.has_note(i)}
+        wanted |= {i for i in live if view.has_note(i) and view.note(i) is None}
         view.put_notes(self.notes[i] for i in wanted if i in self.notes)
         view.put_absent_notes(wanted)
 

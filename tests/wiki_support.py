@@ -5,11 +5,11 @@ The rules are written out here from Doughnut's queries, independently of the cod
 * ``referrers``: distinct, non-deleted notes with a ``note_wiki_title_cache`` row targeting the note,
   visible when in the target's notebook, or when the viewer owns their notebook through
   ``ownership.user_id`` or subscribes to it; in sampling order (:func:`graphrag.wiki.model.sample_key`,
-  checked against MySQL's CRC32 in the tests); the rows come back with the list, as ``SELECT r.*``
-  returns them;
+  checked against MySQL's CRC32 in the tests); the rows the view lacks are read after the lists,
+  as the profile reads them;
 * ``peers``: non-deleted notes with the folder id (any notebook), or at the notebook's root;
-* ``links``: the targets of the note's rows in row-id order (the target rows come along, as one JOIN
-  would bring them, unless ``eager_links`` is off);
+* ``links``: the targets of the note's rows in row-id order (the target rows the view lacks are read
+  in the same load, unless ``eager_links`` is off);
 * ``access``: readable = owner, circle member, subscriber or bazaar; inbound-visible = owner through
   ``ownership.user_id`` or subscriber. A circle viewer is a member of that circle owning nothing else.
 

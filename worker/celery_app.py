@@ -28,6 +28,7 @@ from tasks.jobs import sweep
 from tasks.runtime import Runtime, configure, current
 from worker.broker import KombuQueueDepth, broker_conf, declare_parking, is_amqp
 from worker.compose import Wiring, wall_ms
+from worker.idle import IdleRelease
 from worker.settings import Settings
 
 __all__ = ["build_runtime", "create_celery", "queue_size"]
@@ -86,14 +87,17 @@ def build_runtime(settings: Settings, celery: Celery, *, redis_client: Any = Non
 
 def runtime_of(wiring: Wiring, celery: Celery) -> Runtime:
     """The runtime over ``wiring``: drains carry loaded data from call to call (service.carry);
-    full-rebuild pieces carry their workspace, let go after a drain and when idle (worker.idle)."""
-    settings, drains, idle = wiring.settings, wiring.carry(), wiring.idle_release()
+    full-rebuild pieces carry their workspace, let go after a drain and when idle, and a drain's
+    is let go once too old to use (worker.idle)."""
+    settings, drains, idle = wiring.settings, wiring.drains, wiring.idle_release()
+    drains_idle = IdleRelease(drains, settings.carry_age_ms / 1000)
 
     def rebuild(note_ids: Iterable[int], **options: Any) -> RebuildReport:
         # an event moved the edit seq before this drain: the next piece could not use what the
         # last one carried, so its memory is let go now rather than then
         wiring.pieces.release()
-        return wiring.rebuild(note_ids, carry=drains, **options)
+        with drains_idle.in_use():
+            return wiring.rebuild(note_ids, carry=drains, **options)
 
     def rebuild_piece(note_ids: list[int], **options: Any) -> RebuildReport:
         with idle.in_use():

@@ -209,6 +209,12 @@ class Wiring:
         return Carry(max_foci=s.carry_foci, max_age_ms=s.carry_age_ms, clock_ms=wall_ms)
 
     @cached_property
+    def drains(self) -> Carry:
+        """This process's carry of loaded data from one drain's rebuild to the next
+        (worker.celery_app lets it go once it is too old to use)."""
+        return self.carry()
+
+    @cached_property
     def pieces(self) -> Carry:
         """This process's carry of a full rebuild's workspace from one ``rebuild_piece`` to the
         next (worker.celery_app lets it go after a drain and when the process sits idle)."""

@@ -8,8 +8,12 @@ night, and nothing else would. So a timer is armed when a piece ends and disarme
 starts: a process that saw no piece for ``idle_s`` releases the workspace.
 
 Releasing costs nothing but speed: an epoch already using the workspace keeps it to its end, and
-the next piece reads what it needs afresh (service.carry). Two threads of one process arming at
-once may leave an extra timer running; it only releases early.
+the next piece reads what it needs afresh (service.carry). Threads of one process count their
+blocks in use, and the timer is armed when the last one ends.
+
+A drain carry is wrapped the same way with ``GRAPHRAG_CARRY_AGE_MS`` as its idle time: after that
+long it could not be used any more (service.carry), so a realtime worker lets it go then rather than
+at its next drain.
 """
 
 from __future__ import annotations
@@ -29,24 +33,28 @@ class IdleRelease:
     def __init__(self, carry: Carry, idle_s: float) -> None:
         self.carry, self.idle_s = carry, idle_s
         self._timer: threading.Timer | None = None
+        self._active, self._lock = 0, threading.Lock()
 
     @contextmanager
     def in_use(self) -> Iterator[None]:
-        """Hold the carry for the block; the idle timer starts again when it ends."""
-        self._disarm()
+        """Hold the carry for the block; the idle timer starts again when the last block ends."""
+        with self._lock:
+            self._active += 1
+            self._disarm()
         try:
             yield
         finally:
-            self._arm()
+            with self._lock:
+                self._active -= 1
+                if self._active == 0:
+                    self._arm()
 
     def _disarm(self) -> None:
-        timer, self._timer = self._timer, None
-        if timer is not None:
-            timer.cancel()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
     def _arm(self) -> None:
-        self._disarm()
-        timer = threading.Timer(self.idle_s, self.carry.release)
-        timer.daemon = True  # never keeps a stopping worker process alive
-        self._timer = timer
-        timer.start()
+        self._timer = threading.Timer(self.idle_s, self.carry.release)
+        self._timer.daemon = True  # never keeps a stopping worker process alive
+        self._timer.start()

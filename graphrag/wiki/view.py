@@ -13,9 +13,9 @@ which is what Doughnut's "exclude in SQL, then LIMIT cap" returns.
 
 :attr:`WikiView.derived` keeps what computations derive from loaded data alone (a note's rendered
 fields, its URI, a parent's readable targets for a viewer), so a note shown by many foci of one
-workspace is rendered once. A load delivers again rows already loaded (a link's target, a sampled
-referrer, a whole folder chain), normally as they were; should one ever differ from the loaded
-note, folder, notebook, link list or access, every derived entry is dropped.
+workspace is rendered once. A load may deliver again what was already loaded (a whole folder
+chain, a row held as absent that a sample names as live), normally as it was; should one ever
+differ from the loaded note, folder, notebook, link list or access, every derived entry is dropped.
 """
 
 from __future__ import annotations

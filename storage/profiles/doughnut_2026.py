@@ -119,16 +119,17 @@ class Doughnut2026:
 
     def _load(self, conn: Connection, view: WikiView, need: WikiNeed) -> None:
         with translated():
-            self._notes(conn, view, view.missing(WikiNeed(notes=need.notes)).notes)
             self._by_ids(conn, sql.FOLDER_CHAINS, need.folders, lambda rows: view.put_folders(
                 Folder(r.id, r.notebook_id, r.parent_folder_id, r.name) for r in rows),
                 view.put_absent_folders)
             self._by_ids(conn, sql.NOTEBOOKS, need.notebooks, lambda rows: view.put_notebooks(
                 Notebook(r.id, r.name, _owner(r.user_id, r.circle_id)) for r in rows),
                 view.put_absent_notebooks)
-            self._links(conn, view, need.links)
-            self._referrers(conn, view, need.referrer_lengths())
-            self._peers(conn, view, need.peer_lengths())
+            named, sampled = set(need.notes), set[int]()  # with the lists' notes: rows read last
+            self._links(conn, view, need.links, named)
+            self._referrers(conn, view, need.referrer_lengths(), sampled)
+            self._peers(conn, view, need.peer_lengths(), sampled)
+            self._rows_of(conn, view, named | sampled, live=sampled)
             self._access(conn, view, need.access)
 
     def _by_ids(self, conn: Connection, statement: Any, ids: Iterable[int], put: Any,
@@ -141,33 +142,37 @@ class Doughnut2026:
         self._by_ids(conn, sql.NOTES, ids, lambda rows: view.put_notes(map(_note, rows)),
                      view.put_absent_notes)
 
-    def _rows_of(self, conn: Connection, view: WikiView, ids: Iterable[int]) -> None:
+    def _rows_of(self, conn: Connection, view: WikiView, ids: set[int], *, live: set[int]) -> None:
         """The rows of the notes in ``ids`` the view does not hold yet (each row read once while
-        the view lives: a link target or a sampled note is often one it already has)."""
-        self._notes(conn, view, view.missing(WikiNeed(notes=frozenset(ids))).notes)
+        the view lives: a link target or a sampled note is often one it already has), and of the
+        ``live`` ones (just sampled as live notes) it holds as absent from an earlier read."""
+        self._notes(conn, view, set(view.missing(WikiNeed(notes=frozenset(ids))).notes)
+                    | {i for i in live if view.has_note(i) and view.note(i) is None})
 
-    def _links(self, conn: Connection, view: WikiView, ids: Iterable[int]) -> None:
+    def _links(self, conn: Connection, view: WikiView, ids: Iterable[int], named: set[int]) -> None:
         for chunk in chunks(ids, self.in_chunk):
             targets: dict[int, list[int]] = {i: [] for i in chunk}
             for r in conn.execute(sql.LINKS, {"ids": chunk}):
                 targets[r.note_id].append(r.target_note_id)
-            self._rows_of(conn, view, (t for ordered in targets.values() for t in ordered))
             for note_id, ordered in targets.items():
                 view.put_links(note_id, ordered)
+                named.update(ordered)
 
-    def _referrers(self, conn: Connection, view: WikiView, wanted: dict[ReferrerKey, int]) -> None:
+    def _referrers(self, conn: Connection, view: WikiView, wanted: dict[ReferrerKey, int],
+                   named: set[int]) -> None:
         groups: dict[tuple[int | None, Viewer], dict[int, int]] = defaultdict(dict)
         for (target, seed, viewer), n in wanted.items():
             groups[(seed, viewer)][target] = n
         for (seed, viewer), lengths in groups.items():
             for chunk in chunks(lengths, self.in_chunk):
                 limit = max(lengths[t] for t in chunk)
-                found = self._sampled(conn, view, sql.referrers(seed, viewer.user_id, limit), chunk)
+                found = self._sampled(conn, sql.referrers(seed, viewer.user_id, limit), chunk, named)
                 for target in chunk:
                     ids = found[target]
                     view.put_referrers((target, seed, viewer), ids, len(ids) < limit)
 
-    def _peers(self, conn: Connection, view: WikiView, wanted: dict[PeerKey, int]) -> None:
+    def _peers(self, conn: Connection, view: WikiView, wanted: dict[PeerKey, int],
+               named: set[int]) -> None:
         groups: dict[tuple[bool, int | None], dict[int, int]] = defaultdict(dict)
         for (notebook_id, folder_id, seed), n in wanted.items():
             owner = folder_id if folder_id is not None else notebook_id
@@ -177,7 +182,7 @@ class Doughnut2026:
             for chunk in chunks(lengths, self.in_chunk):
                 limit = max(lengths[o] for o in chunk)
                 sampled = (sql.folder_peers if in_folder else sql.root_peers)(seed, limit)
-                found = self._sampled(conn, view, sampled, chunk)
+                found = self._sampled(conn, sampled, chunk, named)
                 self._put_peers(view, wanted, in_folder, seed, found, limit)
 
     @staticmethod
@@ -189,13 +194,14 @@ class Doughnut2026:
             if key_seed == seed and (folder_id is not None) == in_folder and owner in found:
                 view.put_peers(key, found[owner], len(found[owner]) < limit)
 
-    def _sampled(self, conn: Connection, view: WikiView, sampled: sql.Sampled,
-                 owners: list[int]) -> dict[int, list[int]]:
+    @staticmethod
+    def _sampled(conn: Connection, sampled: sql.Sampled, owners: list[int],
+                 named: set[int]) -> dict[int, list[int]]:
         found: dict[int, list[int]] = {o: [] for o in owners}
         statement, params = sampled
         for r in conn.execute(statement, {"ids": owners, **params}):
             found[r.owner].append(r.n_id)
-        self._rows_of(conn, view, (i for ids in found.values() for i in ids))
+            named.add(r.n_id)
         return found
 
     def _access(self, conn: Connection, view: WikiView, pairs: Iterable[tuple[Viewer, int]]) -> None:

@@ -2,10 +2,11 @@
 
 Each kind of need is one statement per chunk of ids (and, for the sampled lists, per seed and
 viewer): note rows, folder chains (one recursive statement follows up to 64 parents), notebooks
-with their owners, a note's link targets in row-id order with the target rows, the first n visible
-referrers of each target and the first n members of each folder (or notebook root) in Doughnut's
+with their owners, a note's link target ids in row-id order, the ids of the first n visible
+referrers of each target and of the first n members of each folder (or notebook root) in Doughnut's
 sampling order — one ``ROW_NUMBER() OVER (PARTITION BY ...)`` statement for a whole chunk of targets
-or groups, so a batch of 100 foci costs a handful of statements per round, never one per focus.
+or groups, so a batch of 100 foci costs a handful of statements per round, never one per focus. The
+lists name notes by id; the loader reads the rows of those it lacks with :data:`NOTES`, once.
 
 Sampling order is Doughnut's: ascending id, or with a seed ascending ``CRC32(CONCAT(id, seed))``,
 ties by id. SQLite has no ``CRC32``; :func:`storage.database.prepare_engine` registers one that

@@ -58,10 +58,7 @@ def test_pieces_share_the_process_workspace_until_a_drain_lets_it_go(world: Worl
 def test_an_idle_process_lets_its_workspace_go(world: World) -> None:
     wiring = wiring_over(world, GRAPHRAG_PIECE_CARRY_IDLE_S="0.05")
     runtime_of(wiring, Celery()).rebuild_piece(piece_of(world))
-    deadline = time.monotonic() + WAIT_S
-    while wiring.pieces.holds() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert not wiring.pieces.holds()
+    assert released_within(wiring.pieces, WAIT_S)
 
 
 def test_a_carry_bound_of_zero_holds_no_workspace(world: World) -> None:
@@ -73,13 +70,55 @@ def test_a_carry_bound_of_zero_holds_no_workspace(world: World) -> None:
     assert loads_of(world, runtime.rebuild_piece, ids) > 0
 
 
-def test_a_piece_in_progress_keeps_the_workspace_past_the_idle_time() -> None:
-    carry = Carry()
+def released_within(carry: Carry, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while carry.holds() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return not carry.holds()
+
+
+def holding(carry: Carry) -> Carry:
     carry._held[threading.get_ident()] = object()  # type: ignore[assignment]
+    return carry
+
+
+def test_a_piece_in_progress_keeps_the_workspace_past_the_idle_time() -> None:
+    carry = holding(Carry())
     idle = IdleRelease(carry, 0.01)
     with idle.in_use():
-        threading.Event().wait(0.2)  # longer than idle_s: no timer runs inside the block
+        pass  # a piece ended: the timer is armed
+    holding(carry)
+    with idle.in_use():  # the next piece disarms it before it could fire
+        threading.Event().wait(0.2)
         assert carry.holds()
+    assert released_within(carry, WAIT_S)
+
+
+def test_the_timer_waits_for_the_last_of_overlapping_pieces() -> None:
+    carry, first_done, second_done = holding(Carry()), threading.Event(), threading.Event()
+    idle = IdleRelease(carry, 0.01)
+
+    def second_piece() -> None:
+        with idle.in_use():
+            first_done.wait(WAIT_S)
+            threading.Event().wait(0.2)  # the first piece ended 0.2 s ago: past idle_s
+            assert carry.holds()
+        second_done.set()
+
+    with idle.in_use():
+        worker = threading.Thread(target=second_piece)
+        worker.start()
+        threading.Event().wait(0.05)
+    first_done.set()
+    assert second_done.wait(WAIT_S)
+    worker.join()
+    assert released_within(carry, WAIT_S)
+
+
+def test_a_drains_carry_is_let_go_once_too_old_to_use(world: World) -> None:
+    wiring = wiring_over(world, GRAPHRAG_CARRY_AGE_MS="50")
+    runtime_of(wiring, Celery()).rebuild(piece_of(world)[:3])
+    assert released_within(wiring.drains, WAIT_S)
 
 
 @pytest.mark.parametrize("threads", [1, 3])
