@@ -234,8 +234,7 @@ class MemoryWiki:
 
     def _put_notes(self, view: WikiView, ids: set[int], *, live: set[int]) -> None:
         """As the profile reads rows: those the view lacks, and sampled ones it holds as absent."""
-        wanted = {i for i in ids if not view.has_note(i)}
-        wanted |= {i for i in live if view.has_note(i) and view.note(i) is None}
+        wanted = view.unread_notes(ids, live=live)
         view.put_notes(self.notes[i] for i in wanted if i in self.notes)
         view.put_absent_notes(wanted)
 

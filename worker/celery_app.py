@@ -89,7 +89,8 @@ def runtime_of(wiring: Wiring, celery: Celery) -> Runtime:
     """The runtime over ``wiring``: drains carry loaded data from call to call (service.carry);
     full-rebuild pieces carry their workspace, let go after a drain and when idle, and a drain's
     is let go once too old to use (worker.idle)."""
-    settings, drains, idle = wiring.settings, wiring.drains, wiring.idle_release()
+    settings, drains = wiring.settings, wiring.drains
+    idle = IdleRelease(wiring.pieces, settings.piece_carry_idle_s)
     drains_idle = IdleRelease(drains, settings.carry_age_ms / 1000)
 
     def rebuild(note_ids: Iterable[int], **options: Any) -> RebuildReport:

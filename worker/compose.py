@@ -44,7 +44,6 @@ from storage.redis.positions import RedisFeedHeartbeat
 from storage.redis.progress import RedisProgress
 from storage.redis.queue import RedisDirtySet
 from worker.feed_watch import FeedWatch
-from worker.idle import IdleRelease
 from worker.settings import Settings
 
 __all__ = ["Wiring", "build_counter", "build_source", "wall_ms"]
@@ -219,10 +218,6 @@ class Wiring:
         """This process's carry of a full rebuild's workspace from one ``rebuild_piece`` to the
         next (worker.celery_app lets it go after a drain and when the process sits idle)."""
         return self.piece_carry()
-
-    def idle_release(self) -> IdleRelease:
-        """What lets :attr:`pieces` go once this process saw no piece for a while (worker.idle)."""
-        return IdleRelease(self.pieces, self.settings.piece_carry_idle_s)
 
     def piece_carry(self) -> Carry:
         """A carry of a full rebuild's workspace from piece to piece, bounded by the foci it

@@ -201,6 +201,12 @@ class WikiView:
             raise MissingWiki(WikiNeed.of(access={(viewer, notebook_id)})) from None
 
     # -- needs ------------------------------------------------------------------------------------
+    def unread_notes(self, ids: Iterable[int], *, live: Iterable[int]) -> set[int]:
+        """The notes of ``ids`` whose rows a load reads: those not loaded yet, and those of
+        ``live`` (just sampled as live notes) held as absent from an earlier read."""
+        unread = {i for i in ids if i not in self._notes}
+        return unread | {i for i in live if i in self._notes and self._notes[i] is None}
+
     def missing(self, need: WikiNeed) -> WikiNeed:
         """The part of ``need`` not loaded yet (folder chains are followed as far as loaded)."""
         return WikiNeed.of(

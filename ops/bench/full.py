@@ -25,7 +25,6 @@ worker process holds at most while it rebuilds a piece at a time.
 from __future__ import annotations
 
 import multiprocessing
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -59,12 +58,17 @@ def timed_run(engine: Database, run: Any, notes: int) -> dict[str, Any]:
     return figures(report, sql, notes) | decoded(sql, report.count)
 
 
+def _by_kind(sql: StatementTally) -> dict[str, Any]:
+    return {"rows_by_kind": {kind: k.rows for kind, k in sql.by_kind.items() if k.rows},
+            "note_rows_by_kind": {kind: k.note_rows for kind, k in sql.by_kind.items() if k.note_rows}}
+
+
 def decoded(sql: StatementTally, snapshots: int) -> dict[str, Any]:
     """The rows the driver decoded: note rows (a note's fields, storage.database.NOTE_TEXT_LABELS)
     and all rows (ids and folder, notebook and access rows too), in all and per snapshot."""
     return {"note_rows_decoded": sql.note_rows, "rows_decoded": sql.rows,
             "note_rows_per_snapshot": ratio(sql.note_rows, snapshots),
-            "all_rows_per_snapshot": ratio(sql.rows, snapshots)}
+            "all_rows_per_snapshot": ratio(sql.rows, snapshots), **_by_kind(sql)}
 
 
 def compare_paths(bench: Bench, engine: Database, batched: Wiring, full: Wiring,
@@ -129,13 +133,6 @@ def _full_run(overrides: dict[str, Any], pieces: list[list[int]] | None) -> dict
     engine = own_engine(wiring)
     if pieces is None:
         pieces = [p.ids for p in wiring.source.workspaces(wiring.settings.rebuild_piece_notes)]
-    started = time.perf_counter()
-    with counted_statements(engine) as sql:
-        report = wiring.rebuild_pieces(pieces)
-    seconds = time.perf_counter() - started
-    return {"notes": sum(map(len, pieces)), "pieces": len(pieces), "snapshots": report.count,
-            "seconds": round(seconds, 3), "snapshots_per_s": ratio(report.count, seconds),
-            "errors": len(report.errors), **decoded(sql, report.count),
-            "rows_by_kind": {kind: k.rows for kind, k in sql.by_kind.items() if k.rows},
-            "note_rows_by_kind": {kind: k.note_rows for kind, k in sql.by_kind.items() if k.note_rows},
-            "peak_rss_mb": peak_rss_kb() / 1024}
+    chosen = pieces
+    out = timed_run(engine, lambda: wiring.rebuild_pieces(chosen), sum(map(len, pieces)))
+    return out | {"pieces": len(pieces), "peak_rss_mb": peak_rss_kb() / 1024}

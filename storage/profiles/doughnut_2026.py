@@ -146,8 +146,7 @@ class Doughnut2026:
         """The rows of the notes in ``ids`` the view does not hold yet (each row read once while
         the view lives: a link target or a sampled note is often one it already has), and of the
         ``live`` ones (just sampled as live notes) it holds as absent from an earlier read."""
-        self._notes(conn, view, set(view.missing(WikiNeed(notes=frozenset(ids))).notes)
-                    | {i for i in live if view.has_note(i) and view.note(i) is None})
+        self._notes(conn, view, view.unread_notes(ids, live=live))
 
     def _links(self, conn: Connection, view: WikiView, ids: Iterable[int], named: set[int]) -> None:
         for chunk in chunks(ids, self.in_chunk):
