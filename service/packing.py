@@ -28,6 +28,7 @@ lengths and checksums the header names, is None (a miss). The trace is checked w
 
 from __future__ import annotations
 
+import threading
 import zlib
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -45,6 +46,9 @@ _NEWLINE = b"\n"
 #: read allocate before the bytes are checked
 _MAX_BYTES = 2**26
 _RAW = zstandard.DICT_TYPE_RAWCONTENT
+#: each thread's decompressor of result frames (no dictionary): making one costs about as much as
+#: decompressing a result, and one may not be used by two threads at once
+_LOCAL = threading.local()
 
 
 class PackedTrace(Protocol):
@@ -96,6 +100,13 @@ class _ZlibTrace:
         return trace
 
 
+def _plain() -> zstandard.ZstdDecompressor:
+    held: zstandard.ZstdDecompressor | None = getattr(_LOCAL, "plain", None)
+    if held is None:
+        held = _LOCAL.plain = zstandard.ZstdDecompressor()
+    return held
+
+
 def _decompressor(result: bytes) -> zstandard.ZstdDecompressor:
     return zstandard.ZstdDecompressor(dict_data=zstandard.ZstdCompressionDict(result, dict_type=_RAW))
 
@@ -139,7 +150,7 @@ def _zstd(header: dict[str, Any], stream: bytes) -> tuple[bytes, PackedTrace] | 
     try:
         if zstandard.frame_content_size(first) != header["resultBytes"]:
             return None
-        result = zstandard.ZstdDecompressor().decompress(first)
+        result = _plain().decompress(first)
     except zstandard.ZstdError:
         return None
     return result, _ZstdTrace(result, stream[split:], header["traceBytes"], header["traceCrc32"])

@@ -22,6 +22,8 @@ import zlib
 from collections.abc import Generator
 from typing import Any, TypeVar
 
+import orjson
+
 from graphrag.core.batch import run_batch
 from graphrag.wiki.focus.context import (
     FocusContextParams,
@@ -102,3 +104,15 @@ def one_notebook() -> tuple[WikiGraph, int]:
 def crc(note_id: int, seed: int) -> int:
     """MySQL's ``CRC32(CONCAT(CAST(id AS CHAR), CAST(seed AS CHAR)))``."""
     return zlib.crc32(f"{note_id}{seed}".encode())
+
+
+def format_2(trace: Trace) -> bytes:
+    """The stored form before format 3, as that version wrote it: the ladder's steps inside the
+    first line, then only the notes' lines."""
+    ids = sorted(trace.notes)
+    spine = {k: v for k, v in trace.to_json().items() if k != "notes"} | {
+        "format": 2, "noteIds": ids, "noteCosts": [trace.notes[i].cost for i in ids],
+        "noteGroups": [trace.notes[i].group for i in ids]}
+    lines = [part for i in ids for part in trace.notes[i].fragments]
+    spine["lineBytes"] = list(map(len, lines))
+    return orjson.dumps(spine) + b"\n" + b"\n".join(lines)

@@ -36,7 +36,7 @@ from graphrag.wiki.focus.render import render_markdown, result_json
 from graphrag.wiki.model import Viewer, WikiNote
 from graphrag.wiki.view import WikiView
 from tests.wiki_reference import java_estimate, reference_result
-from tests.wiki_support import WikiGraph, result_of, trace_of
+from tests.wiki_support import WikiGraph, format_2, result_of, trace_of
 
 H = "---\ntype: Note\n---\n"
 CONTENTS = [
@@ -161,10 +161,11 @@ def test_a_trace_survives_storage_in_both_forms_and_a_replay_joins_the_same_byte
     traced = case.trace()
     stored = Trace.from_bytes(traced.to_bytes())
     legacy = Trace.from_bytes(orjson.dumps(traced.to_json()))  # the JSON form, written before
-    assert stored == traced == legacy
+    lines_2 = Trace.from_bytes(format_2(traced))  # the stored form before format 3
+    assert stored == traced == legacy == lines_2
     for budget in case.budgets():
         want = result_json(cut(traced, budget))
-        assert cut_json(stored, budget) == cut_json(traced, budget) == want
+        assert cut_json(stored, budget) == cut_json(traced, budget) == cut_json(lines_2, budget) == want
         assert result_json(cut(stored, budget)) == result_json(cut(legacy, budget)) == want
         markdown = render_markdown(cut(traced, budget), case.max_depth)
         assert render_markdown(cut(stored, budget), case.max_depth) == markdown

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import orjson
@@ -15,10 +16,12 @@ from graphrag.wiki.focus.context import (
     cut,
     focus_context,
 )
+from graphrag.wiki.focus.cut import cut_json
+from graphrag.wiki.focus.render import path_json
 from graphrag.wiki.focus.trace import Trace
 from graphrag.wiki.model import Viewer, WikiNeed
 from graphrag.wiki.view import WikiView
-from tests.wiki_support import OWNER, one_notebook, trace_of
+from tests.wiki_support import OWNER, format_2, one_notebook, trace_of
 
 
 # -- traces ---------------------------------------------------------------------------------------
@@ -158,7 +161,7 @@ def test_a_trace_writes_the_same_bytes_each_time_and_after_a_round_trip() -> Non
 
 
 @pytest.mark.parametrize("damage", [
-    lambda b: b.replace(b'"format":2', b'"format":3'),
+    lambda b: b.replace(b'"format":3', b'"format":4'),
     lambda b: b.rsplit(b"\n", 1)[0],  # a note's line missing
     lambda b: b + b"\n{}",  # a line too many
     lambda b: b.replace(b'"noteCosts":[', b'"noteCosts":[1,'),
@@ -167,12 +170,50 @@ def test_a_trace_writes_the_same_bytes_each_time_and_after_a_round_trip() -> Non
     lambda b: b.replace(b'"noteCosts":[', b'"noteCosts":["x",'),
     lambda b: b.replace(b'"lineBytes":[', b'"lineBytes":[0.0,'),
     lambda b: b.replace(b'"noteGroups":[', b'"noteGroups":[[],'),
+    lambda b: re.sub(rb'"wikiIds":\[\d+', b'"wikiIds":[99999', b),  # a step not held
+    lambda b: re.sub(rb'"wikiDepths":\[\d+', b'"wikiDepths":[true', b),
+    lambda b: b.replace(b'"wikiDepths":[', b'"wikiDepths":[1,'),  # a depth too many
+    lambda b: b.replace(b'"wikiIds":[', b'"wikiIds":"'),
+])
+def test_a_stored_trace_whose_lines_do_not_match_its_first_line_is_refused(damage: Any) -> None:
+    written = _any_trace().to_bytes()
+    assert damage(written) != written
+    with pytest.raises(ValueError):
+        Trace.from_bytes(damage(written))
+
+
+@pytest.mark.parametrize("damage", [
+    lambda b: b.replace(b'"format":2', b'"format":5'),
+    lambda b: b.rsplit(b"\n", 1)[0],  # a note's line missing
+    lambda b: b.replace(b'"lineBytes":[', b'"lineBytes":[-1,0,'),
+    lambda b: b.replace(b'"noteCosts":[', b'"noteCosts":["x",'),
     lambda b: b.replace(b'"wiki":[{"id":', b'"wiki":[{"id":99999,"x":'),  # a step not held
     lambda b: b.replace(b',"depth":', b',"depht":', 1),  # a step without its depth
 ])
-def test_a_stored_trace_whose_lines_do_not_match_its_first_line_is_refused(damage: Any) -> None:
+def test_a_trace_stored_before_format_3_is_read_and_checked(damage: Any) -> None:
+    traced = _any_trace()
+    written = format_2(traced)
+    parsed = Trace.from_bytes(written)
+    assert parsed == traced and list(parsed.wiki) == list(traced.wiki)
+    for limit in (1, 40, 200, traced.max_token_limit):
+        assert cut_json(parsed, limit) == cut_json(traced, limit)
+    assert damage(written) != written
     with pytest.raises(ValueError):
-        Trace.from_bytes(damage(_any_trace().to_bytes()))
+        Trace.from_bytes(damage(written))
+
+
+def test_a_stored_ladder_path_is_joined_as_written_and_parsed_only_when_read() -> None:
+    traced = _any_trace()
+    assert len(traced.wiki) > 0
+    parsed = Trace.from_bytes(traced.to_bytes())
+    for k, step in enumerate(traced.wiki):
+        assert parsed.wiki.path_json(k) == traced.wiki.path_json(k) == path_json(step.path)
+        assert parsed.wiki.path(k) == step.path and parsed.wiki.ids[k] == step.note_id
+    spoiled = traced.to_bytes().replace(traced.wiki.path_json(0), b"{" + b"x" * (
+        len(traced.wiki.path_json(0)) - 2) + b"}", 1)
+    broken = Trace.from_bytes(spoiled)  # (a path line is checked when a step is read)
+    with pytest.raises(ValueError):
+        broken.wiki.path(0)
 
 
 def _any_trace() -> Trace:

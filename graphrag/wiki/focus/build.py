@@ -31,6 +31,7 @@ from functools import partial
 from graphrag.core.errors import NoteNotFound
 from graphrag.wiki.approx_tokens import estimate_tokens, truncate_tokens, utf16_length
 from graphrag.wiki.focus.cut import focus_uri
+from graphrag.wiki.focus.ladder import BuiltLadder
 from graphrag.wiki.focus.stored import FieldNotes
 from graphrag.wiki.focus.trace import FocusFields, PeerList, Trace, WikiStep, group_key
 from graphrag.wiki.focus.types import FocusContextParams, FocusRequest, NoteNotReadable
@@ -228,7 +229,7 @@ class _Builder:
             outgoing_links=tuple(map(walk.uri, walk.focus_outgoing())),
             inbound_references=tuple(map(walk.uri, walk.focus_inbound())),
             sample_siblings=tuple(map(walk.uri, walk.focus_siblings())) if self.with_peers else None,
-            wiki=tuple(WikiStep(i, d, self._path(p)) for i, d, p in self.ladder),
+            wiki=BuiltLadder([WikiStep(i, d, self._path(p)) for i, d, p in self.ladder]),
             wiki_complete=self.complete,
             notes=FieldNotes(notes),
             groups=groups,

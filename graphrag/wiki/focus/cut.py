@@ -19,11 +19,11 @@ For a combined budget B (``tokenLimit``), as ``FocusContextRetrievalService.retr
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from graphrag.wiki.approx_tokens import estimate_tokens, truncate_tokens, utf16_length
 from graphrag.wiki.focus.render import focus_json, path_json, related_json, results_json
-from graphrag.wiki.focus.trace import NoteFields, Trace, WikiStep
+from graphrag.wiki.focus.trace import NoteFields, Trace
 from graphrag.wiki.focus.types import FocusContextResult, FocusNoteOut, RelatedNoteOut, TraceTooSmall
 
 __all__ = ["cut", "cut_json", "focus_uri"]
@@ -34,35 +34,46 @@ def focus_uri(title: str) -> str:
     return f"[[{title}]]"
 
 
-@dataclass(frozen=True)
-class _Anchor:
-    note_id: int
+class _Anchor(NamedTuple):
+    """An anchor of the peers phase; anchors sort in (depth, ladder index) order."""
+
     depth: int
-    path: tuple[str, ...]
+    #: where its path is: -1 the focus's, else a ladder index (a peer shares its anchor's path)
+    path_at: int
+    note_id: int
     group: str | None
 
 
-Shown = list[tuple[int, int, tuple[str, ...]]]
+#: (note id, depth, the index of the anchor whose path it shows: -1 the focus, else a ladder step)
+Shown1 = tuple[int, int, int]
+Shown = list[Shown1]
 
 
 def cut(trace: Trace, token_limit: int) -> FocusContextResult:
     """The FocusContextResult Doughnut computes at combined budget ``token_limit``."""
     focus, shown = _select(trace, token_limit)
-    return FocusContextResult(focus, tuple(_shown(trace.notes[i], d, p) for i, d, p in shown))
+    return FocusContextResult(focus, tuple(_shown(trace.notes[i], d, _path(trace, a))
+                                           for i, d, a in shown))
 
 
 def cut_json(trace: Trace, token_limit: int) -> bytes:
-    """``result_json(cut(trace, token_limit))``, joined from the notes' stored fragments: a
-    stored trace's shown notes are never parsed."""
+    """``result_json(cut(trace, token_limit))``, joined from the notes' stored fragments and the
+    ladder's path JSON: a stored trace's shown notes and paths are never parsed."""
     focus, shown = _select(trace, token_limit)
-    paths: dict[tuple[str, ...], bytes] = {}  # (a peer shares its anchor's path)
     related = []
-    for note_id, depth, path in shown:
+    focus_path = b""  # (written when a peer of the focus first shows it)
+    for note_id, depth, anchor in shown:
         head, tail = trace.fragments_of(note_id)
-        if (written := paths.get(path)) is None:
-            written = paths[path] = path_json(path)
-        related.append(related_json(head, depth, written, tail))
+        if anchor >= 0:
+            path = trace.wiki.path_json(anchor)
+        else:
+            path = focus_path = focus_path or path_json(_path(trace, -1))
+        related.append(related_json(head, depth, path, tail))
     return results_json(focus_json(focus), related)
+
+
+def _path(trace: Trace, anchor: int) -> tuple[str, ...]:
+    return trace.wiki.path(anchor) if anchor >= 0 else (focus_uri(trace.focus.title),)
 
 
 def _select(trace: Trace, token_limit: int) -> tuple[FocusNoteOut, Shown]:
@@ -77,9 +88,10 @@ def _select(trace: Trace, token_limit: int) -> tuple[FocusNoteOut, Shown]:
     if trace.max_depth < 1 or related <= 0:
         return focus, []
     wiki_budget = params.wiki_budget(related) if with_peers else related
-    steps = _wiki_prefix(trace, wiki_budget)
-    shown: Shown = [(s.note_id, s.depth, s.path) for s in steps]
-    return focus, shown + (_peers(trace, steps, related - wiki_budget) if with_peers else [])
+    emitted = _wiki_prefix(trace, wiki_budget)
+    ladder = trace.wiki
+    shown: Shown = [(ladder.ids[k], ladder.depths[k], k) for k in range(emitted)]
+    return focus, shown + (_peers(trace, emitted, related - wiki_budget) if with_peers else [])
 
 
 def _focus_body(trace: Trace, token_limit: int) -> tuple[str | None, bool]:
@@ -128,50 +140,52 @@ def _shown(fields: NoteFields, depth: int, path: tuple[str, ...]) -> RelatedNote
     )
 
 
-def _wiki_prefix(trace: Trace, budget: int) -> list[WikiStep]:
-    """The ladder entries emitted while the remaining wiki budget is positive."""
+def _wiki_prefix(trace: Trace, budget: int) -> int:
+    """How many ladder entries are emitted while the remaining wiki budget is positive."""
     remaining = budget
-    emitted: list[WikiStep] = []
-    for step in trace.wiki:
+    ids = trace.wiki.ids
+    for emitted, note_id in enumerate(ids):
         if remaining <= 0:
             return emitted
-        emitted.append(step)
-        remaining -= trace.cost_of(step.note_id) or 0
+        remaining -= trace.cost_of(note_id) or 0
     if remaining > 0 and not trace.wiki_complete:
         raise TraceTooSmall("the wiki ladder ends before the budget does")
-    return emitted
+    return len(ids)
 
 
-def _peers(trace: Trace, steps: list[WikiStep], budget: int) -> Shown:
+def _peers(trace: Trace, emitted: int, budget: int) -> Shown:
     if budget <= 0:
         return []
     remaining = budget
     shown: Shown = []
     least = trace.least_cost
-    for note_id, anchor in _offers(trace, steps):
+    for note_id, depth, index in _offers(trace, emitted):
         if remaining < least or remaining <= 0:  # (no later offer can get in: the phase ends)
             break
         cost = trace.cost_of(note_id)
         if cost is None or cost > remaining:  # not hydratable, or too big: skipped
             continue
         remaining -= cost
-        shown.append((note_id, anchor.depth + 1, anchor.path))
+        shown.append((note_id, depth, index))
     return shown
 
 
-def _offers(trace: Trace, steps: list[WikiStep]) -> Iterator[tuple[int, _Anchor]]:
-    """Every anchor's sample, in (anchor depth, anchor index) order, first offer per note; made as
-    the peers phase asks (it stops once its budget is spent, so later anchors are never sampled)."""
-    anchors = [_Anchor(trace.focus_id, 0, (focus_uri(trace.focus.title),), trace.focus.group)]
-    anchors += [_Anchor(s.note_id, s.depth, s.path, trace.group_of(s.note_id)) for s in steps]
-    claimed = {trace.focus_id, *(s.note_id for s in steps)}
-    ranked = sorted(enumerate(anchors), key=lambda pair: (pair[1].depth, pair[0]))
+def _offers(trace: Trace, emitted: int) -> Iterator[Shown1]:
+    """Every anchor's sample, in (anchor depth, anchor index) order, first offer per note, as
+    (note, its depth, its anchor's path index); made as the peers phase asks (it stops once its
+    budget is spent, so later anchors are never sampled)."""
+    ids, depths = trace.wiki.ids[:emitted], trace.wiki.depths[:emitted]
+    anchors = [_Anchor(0, -1, trace.focus_id, trace.focus.group)]
+    anchors += [_Anchor(d, k, i, trace.group_of(i))
+                for k, (i, d) in enumerate(zip(ids, depths, strict=True))]
+    anchors.sort()  # (the focus first: index -1)
+    claimed = {trace.focus_id, *ids}
     reserved = set(claimed)
-    for _, anchor in ranked:
+    for anchor in anchors:
         for note_id in _sample(trace, anchor, claimed):
             if note_id not in reserved:
                 reserved.add(note_id)
-                yield note_id, anchor
+                yield note_id, anchor.depth + 1, anchor.path_at
 
 
 def _sample(trace: Trace, anchor: _Anchor, claimed: set[int]) -> list[int]:

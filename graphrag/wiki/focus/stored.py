@@ -1,11 +1,11 @@
-"""A trace's notes and a parsed trace's ladder, each built when it is first read
-(graphrag.wiki.focus.trace).
+"""A trace's notes, each note's fields built when they are first read (graphrag.wiki.focus.trace;
+its ladder: graphrag.wiki.focus.ladder).
 
 Every trace's notes answer one interface, :class:`HeldNotes`: a note's cost, group and answer
 fragments, and the least cost, each from what that form holds. :class:`FieldNotes` holds the
 fields a computation built.
 
-A replay reads a few of the tens of notes a trace holds and a prefix of its ladder. From the stored
+A replay reads a few of the tens of notes a trace holds. From the stored
 form, :class:`LineNotes` reads costs and groups from the first line's lists and cuts a note's two
 fragment lines out of the rest by the lengths the first line lists (:class:`Lines`); a JSON answer
 joins those bytes, and a note's fields are parsed from them only when something asks for the note
@@ -22,9 +22,9 @@ from itertools import accumulate
 from typing import Any, Protocol, overload
 
 from graphrag.core.jsonload import loads
-from graphrag.wiki.focus.fields import NoteFields, WikiStep
+from graphrag.wiki.focus.fields import NoteFields
 
-__all__ = ["FieldNotes", "HeldNotes", "JsonNotes", "LineNotes", "Lines", "Steps", "text_in"]
+__all__ = ["FieldNotes", "HeldNotes", "JsonNotes", "LineNotes", "Lines", "text_in"]
 
 _EPOCH, _MS = datetime(1970, 1, 1, tzinfo=UTC), timedelta(milliseconds=1)
 
@@ -85,16 +85,29 @@ class FieldNotes(Mapping[int, NoteFields]):
 
 
 class Lines(Sequence[bytes]):
-    """The lines after a stored trace's first one, cut out by the lengths it lists when they are
-    read (a replay reads a few of a hundred)."""
+    """The lines of ``data`` from byte ``start`` on (a stored trace's after its first line), cut out
+    by the lengths it lists when they are read (a replay reads a few of a hundred); nothing is
+    copied before."""
 
-    def __init__(self, data: bytes, lengths: Sequence[int]) -> None:
-        self._data, self._starts = data, [0, *accumulate(n + 1 for n in lengths)]
-        if self._starts[-1] != (len(data) + 1 if lengths else 0) or min(lengths, default=0) < 0:
+    def __init__(self, data: bytes, lengths: Sequence[int], start: int = 0) -> None:
+        # line i is data[ends[i] + start + i:ends[i + 1] + start + i] (i newlines before it)
+        self._data, self._ends = data, list(accumulate(lengths, initial=0))
+        if (start + self._ends[-1] + max(len(lengths) - 1, 0) != len(data)
+                or min(lengths, default=0) < 0):
             raise ValueError("a trace's lines are not the lengths its first line lists")
+        self._base, self._len = start, len(lengths)
+
+    def part(self, begin: int, stop: int) -> Lines:
+        """Lines ``begin`` to ``stop`` (within these), sharing these lines' bytes."""
+        if not 0 <= begin <= stop <= self._len:
+            raise ValueError("a trace's line range is out of its lines")
+        part = Lines.__new__(Lines)
+        part._data, part._ends = self._data, self._ends[begin:stop + 1]
+        part._base, part._len = self._base + begin, stop - begin
+        return part
 
     def __len__(self) -> int:
-        return len(self._starts) - 1
+        return self._len
 
     @overload
     def __getitem__(self, index: int) -> bytes: ...
@@ -105,7 +118,17 @@ class Lines(Sequence[bytes]):
     def __getitem__(self, index: int | slice) -> bytes | Sequence[bytes]:
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
-        return self._data[self._starts[index]:self._starts[index + 1] - 1]
+        index = index + self._len if index < 0 else index
+        if not 0 <= index < self._len:
+            raise IndexError("trace line index out of range")
+        at = self._base + index
+        return self._data[self._ends[index] + at:self._ends[index + 1] + at]
+
+    def pair(self, index: int) -> tuple[bytes, bytes]:
+        """Lines ``index`` and ``index + 1`` (both in range: the caller's to check)."""
+        at, data, ends = self._base + index, self._data, self._ends
+        middle = ends[index + 1] + at
+        return data[ends[index] + at:middle], data[middle + 1:ends[index + 2] + at + 1]
 
 
 class LineNotes(Mapping[int, NoteFields]):
@@ -114,10 +137,10 @@ class LineNotes(Mapping[int, NoteFields]):
     they are and parses none)."""
 
     def __init__(self, ids: Sequence[int], costs: Sequence[int], groups: Sequence[str | None],
-                 lines: Sequence[bytes]) -> None:
+                 lines: Lines) -> None:
         if not len(ids) == len(costs) == len(groups) or len(lines) != 2 * len(ids):
             raise ValueError("a trace's note lines do not match its note ids")
-        self._index = {int(i): k for k, i in enumerate(ids)}
+        self._index = dict(zip(map(int, ids), range(len(ids)), strict=True))
         self._costs, self._groups, self._lines = costs, groups, lines
         self._built = dict[int, NoteFields]()
 
@@ -132,8 +155,7 @@ class LineNotes(Mapping[int, NoteFields]):
         return self._groups[self._index[note_id]]
 
     def fragments(self, note_id: int) -> tuple[bytes, bytes]:
-        k = 2 * self._index[note_id]
-        return self._lines[k], self._lines[k + 1]
+        return self._lines.pair(2 * self._index[note_id])
 
     def __getitem__(self, note_id: int) -> NoteFields:
         try:
@@ -200,47 +222,6 @@ class JsonNotes(Mapping[int, NoteFields]):
 
     def __contains__(self, note_id: object) -> bool:
         return str(note_id) in self._data
-
-
-class Steps(Sequence[WikiStep]):
-    """A parsed trace's wiki ladder, each step built when it is first reached: a replay walks
-    only the prefix its budget emits. (Each step is kept by its index, so two threads reading one
-    parsed trace build equal steps, never a misplaced one.)"""
-
-    def __init__(self, data: Sequence[Mapping[str, Any]]) -> None:
-        self._data, self._built = data, dict[int, WikiStep]()
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-    @overload
-    def __getitem__(self, index: int) -> WikiStep: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[WikiStep]: ...
-
-    def __getitem__(self, index: int | slice) -> WikiStep | Sequence[WikiStep]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        index = index + len(self._data) if index < 0 else index
-        if not 0 <= index < len(self._data):
-            raise IndexError("wiki step index out of range")
-        return self._step(index)
-
-    def __iter__(self) -> Iterator[WikiStep]:
-        return map(self._step, range(len(self._data)))
-
-    def _step(self, index: int) -> WikiStep:
-        step = self._built.get(index)
-        if step is None:
-            s = self._data[index]
-            step = self._built[index] = WikiStep(int(s["id"]), int(s["depth"]), tuple(s["path"]))
-        return step
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Sequence) and list(self) == list(other)
-
-    __hash__ = None  # type: ignore[assignment]
 
 
 def text_in(value: str | Mapping[str, str] | None) -> str | None:

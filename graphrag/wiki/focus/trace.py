@@ -17,14 +17,22 @@ without the database:
 * the facts read (``note:X``, ``links:P``, ``inbound:T``, ``peers:<notebook>:<folder|root>``,
   ``folder:F``, ``notebook:N``) for exact invalidation.
 
-The stored form (:meth:`Trace.to_bytes`, format 2) is one compact JSON line of everything but the
-notes' fields (their ids, costs and groups as three lists, and each following line's length), then
-two lines per note: the note's members as every answer writes them, before ``depth`` and after
-``retrievalPath`` (:attr:`NoteFields.fragments`). Compact JSON never holds a raw newline, and the
-lengths let a replay cut out only the lines it reads (graphrag.wiki.focus.stored): its cut reads
-costs and groups from the first line and its JSON answer joins the shown notes' lines
-(graphrag.wiki.focus.cut.cut_json), so of the tens of notes a trace holds it parses none. Each
-note's fragments are rendered once per view and shared by every trace that holds it.
+The stored form (:meth:`Trace.to_bytes`, format 3) is one compact JSON line of everything but the
+ladder's paths and the notes' fields (the ladder as two columns, ``wikiIds`` and ``wikiDepths``; the
+notes' ids, costs and groups as three lists; each following line's length), then one line per ladder
+step, its retrieval path as the JSON array an answer writes, then two lines per note: the note's
+members as every answer writes them, before ``depth`` and after ``retrievalPath``
+(:attr:`NoteFields.fragments`). Compact JSON never holds a raw newline, and the lengths let a replay
+cut out only the lines it reads (graphrag.wiki.focus.stored, graphrag.wiki.focus.ladder): its cut
+reads ids, depths, costs and groups from the first line, and its JSON answer joins the shown notes'
+lines and their paths' lines as they are (graphrag.wiki.focus.cut.cut_json), so of the tens of notes
+and steps a trace holds it parses none. A path line is parsed (and checked) only when a step itself
+is read (markdown, equality). Each note's fragments are rendered once per view and shared by every
+trace that holds it.
+
+Format 2, written before, held the ladder inside the first line (``wiki``: ``{"id", "depth",
+"path"}`` per step) and only the notes' lines after it; it is still read. Parsing that first line
+took a third of a replay's time, most of it the ladder's paths, which a replay only copies out.
 
 The JSON form (:meth:`Trace.to_json`, format 1: the notes inside, note ids as dict keys in decimal)
 is what snapshots held before format 2; it is still read. There a body that ends in half of a
@@ -34,7 +42,7 @@ surrogate pair (a Java cut can leave one) is not valid UTF-8, so such a text is 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -43,16 +51,19 @@ import orjson
 
 from graphrag.core.jsonload import loads
 from graphrag.wiki.focus.fields import FocusFields, NoteFields, PeerList, WikiStep, group_key, text_out
-from graphrag.wiki.focus.stored import HeldNotes, JsonNotes, LineNotes, Lines, Steps, text_in
+from graphrag.wiki.focus.ladder import BuiltLadder, DictLadder, Ladder, LineLadder
+from graphrag.wiki.focus.stored import HeldNotes, JsonNotes, LineNotes, Lines, text_in
 from graphrag.wiki.focus.types import FocusContextParams
 from graphrag.wiki.model import Viewer
 
 __all__ = [
-    "JSON_FORMAT", "TRACE_FORMAT", "FocusFields", "NoteFields", "PeerList", "Trace", "WikiStep",
-    "group_key",
+    "JSON_FORMAT", "TRACE_FORMAT", "BuiltLadder", "FocusFields", "Ladder", "NoteFields", "PeerList",
+    "Trace", "WikiStep", "group_key",
 ]
 
-TRACE_FORMAT = 2
+TRACE_FORMAT = 3
+#: the stored form before format 3 (the ladder's steps inside the first line); still read
+LADDER_INSIDE_FORMAT = 2
 #: the JSON form (:meth:`Trace.to_json`), one document with the notes inside
 JSON_FORMAT = 1
 
@@ -75,7 +86,7 @@ class Trace:
     outgoing_links: tuple[str, ...]
     inbound_references: tuple[str, ...]
     sample_siblings: tuple[str, ...] | None
-    wiki: Sequence[WikiStep]
+    wiki: Ladder
     wiki_complete: bool
     notes: HeldNotes
     groups: Mapping[str, PeerList]
@@ -99,15 +110,18 @@ class Trace:
         return self.notes.fragments(note_id)
 
     def to_bytes(self) -> bytes:
-        """The stored form: a JSON line of everything but the notes' fields (``noteIds``,
-        ``noteCosts`` and ``noteGroups`` in their place), then each note's two fragments
+        """The stored form: a JSON line of everything but the ladder's paths and the notes' fields
+        (``wikiIds`` and ``wikiDepths``; ``noteIds``, ``noteCosts`` and ``noteGroups`` in their
+        place), then each ladder step's path JSON a line, then each note's two fragments
         (:attr:`NoteFields.fragments`) a line each, in ``noteIds`` order. Compact JSON never holds
-        a raw newline, so a replay splits the lines and parses only the notes it shows."""
-        ids = sorted(self.notes)
-        spine = self._spine(TRACE_FORMAT) | {
+        a raw newline, so a replay splits the lines and parses none of the ones it joins."""
+        ids, wiki = sorted(self.notes), self.wiki
+        spine = self._spine(TRACE_FORMAT, ladder=False) | {
+            "wikiIds": list(wiki.ids), "wikiDepths": list(wiki.depths),
             "noteIds": ids, "noteCosts": [self.notes[i].cost for i in ids],
             "noteGroups": [self.notes[i].group for i in ids]}
-        lines = [part for i in ids for part in self.notes[i].fragments]
+        lines = [*map(wiki.path_json, range(len(wiki))),
+                 *(part for i in ids for part in self.notes[i].fragments)]
         spine["lineBytes"] = list(map(len, lines))
         return orjson.dumps(spine) + b"\n" + b"\n".join(lines)
 
@@ -116,8 +130,8 @@ class Trace:
         return self._spine(JSON_FORMAT) | {
             "notes": {str(i): n.json_form for i, n in sorted(self.notes.items())}}
 
-    def _spine(self, form: int) -> dict[str, Any]:
-        return {
+    def _spine(self, form: int, *, ladder: bool = True) -> dict[str, Any]:
+        spine = {
             "format": form,
             "params": self.params.to_json(),
             "focusId": self.focus_id,
@@ -134,34 +148,62 @@ class Trace:
             "groups": {k: {"ids": list(g.ids), "complete": g.complete} for k, g in self.groups.items()},
             "facts": sorted(self.facts),
         }
+        if not ladder:
+            del spine["wiki"]
+        return spine
 
     @staticmethod
     def from_bytes(data: bytes) -> Trace:
-        """A trace from its stored form (:meth:`to_bytes`), or from its JSON form's bytes (a
-        snapshot written before format 2); ValueError when it is neither."""
+        """A trace from its stored form (:meth:`to_bytes`, or format 2's), or from its JSON
+        form's bytes (a snapshot written before format 2); ValueError when it is none of them."""
         at = data.find(b"\n")
         if at < 0:
             return Trace.from_json(loads(data))
-        spine, rest = loads(data[:at]), data[at + 1:]
-        if spine.get("format") != TRACE_FORMAT:
+        spine = loads(data[:at])
+        if spine.get("format") == TRACE_FORMAT:
+            return _from_lines(spine, data, at + 1)
+        if spine.get("format") != LADDER_INSIDE_FORMAT:
             raise ValueError(f"unknown trace format {spine.get('format')!r}")
         _check_lists(spine)
         notes = LineNotes(spine["noteIds"], spine["noteCosts"], spine["noteGroups"],
-                          Lines(rest, spine["lineBytes"]))
-        return _parsed(spine, notes)
+                          Lines(data, spine["lineBytes"], at + 1))
+        return _parsed(spine, notes, DictLadder(spine["wiki"]))
 
     @staticmethod
     def from_json(data: Mapping[str, Any]) -> Trace:
         """A trace from its JSON form (format 1)."""
         if data.get("format") != JSON_FORMAT:
             raise ValueError(f"unknown trace format {data.get('format')!r}")
-        return _parsed(data, JsonNotes(data["notes"]))
+        return _parsed(data, JsonNotes(data["notes"]), DictLadder(data["wiki"]))
+
+
+def _from_lines(spine: Mapping[str, Any], data: bytes, start: int) -> Trace:
+    _check_columns(spine)
+    steps, lines = len(spine["wikiIds"]), Lines(data, spine["lineBytes"], start)
+    ladder = LineLadder(spine["wikiIds"], spine["wikiDepths"], lines.part(0, steps))
+    notes = LineNotes(spine["noteIds"], spine["noteCosts"], spine["noteGroups"],
+                      lines.part(steps, len(lines)))
+    return _parsed(spine, notes, ladder)
+
+
+def _check_columns(spine: Mapping[str, Any]) -> None:
+    """What a replay reads later is checked now (ValueError), so a stored trace either parses
+    into one every cut reads without failing, or is no trace: the lists' types, and that every
+    ladder step is a held note. (The lines' count and lengths are checked as they are split.)"""
+    groups = spine["noteGroups"]
+    if not (all(_ints(spine[k]) for k in _INT_COLUMNS) and isinstance(groups, list)
+            and set(map(type, groups)) <= {str, type(None)}):
+        raise ValueError("a trace's columns are not lists of the documented types")
+    if not set(spine["wikiIds"]) <= set(spine["noteIds"]):
+        raise ValueError("a trace's ladder names a step it cannot show")
+
+
+_INT_COLUMNS = ("wikiIds", "wikiDepths", "noteIds", "noteCosts", "lineBytes")
 
 
 def _check_lists(spine: Mapping[str, Any]) -> None:
-    """What a replay reads later is checked now (ValueError), so a stored trace either parses
-    into one every cut reads without failing, or is no trace: the note lists' types, and every
-    ladder step's id (a held note), depth and path."""
+    """Format 2's :func:`_check_columns`: the note lists, and every ladder step's id (a held
+    note), depth and path."""
     ids, groups = spine["noteIds"], spine["noteGroups"]
     if not (_ints(ids) and _ints(spine["noteCosts"]) and _ints(spine["lineBytes"])
             and isinstance(groups, list) and set(map(type, groups)) <= {str, type(None)}):
@@ -180,7 +222,7 @@ def _step_ok(step: Any, held: set[int]) -> bool:
             and type(step.get("depth")) is int and isinstance(step.get("path"), list))
 
 
-def _parsed(data: Mapping[str, Any], notes: HeldNotes) -> Trace:
+def _parsed(data: Mapping[str, Any], notes: HeldNotes, wiki: Ladder) -> Trace:
     siblings = data["sampleSiblings"]
     return Trace(
         params=FocusContextParams.from_json(dict(data["params"])),
@@ -193,7 +235,7 @@ def _parsed(data: Mapping[str, Any], notes: HeldNotes) -> Trace:
         outgoing_links=tuple(data["outgoingLinks"]),
         inbound_references=tuple(data["inboundReferences"]),
         sample_siblings=None if siblings is None else tuple(siblings),
-        wiki=Steps(data["wiki"]),
+        wiki=wiki,
         wiki_complete=bool(data["wikiComplete"]),
         notes=notes,
         groups={k: PeerList(tuple(g["ids"]), bool(g["complete"])) for k, g in data["groups"].items()},
