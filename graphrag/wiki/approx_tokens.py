@@ -34,6 +34,7 @@ __all__ = [
     "estimate_tokens",
     "java_utf8_length",
     "join_surrogates",
+    "tokens_of",
     "truncate_tokens",
     "utf16_length",
 ]
@@ -70,7 +71,12 @@ def estimate_tokens(text: str | None) -> int:
     """``ceil(UTF-8 bytes / 3.75)``; 0 for None or empty."""
     if not text:
         return 0
-    return (4 * java_utf8_length(text) + 14) // 15
+    return tokens_of(java_utf8_length(text))
+
+
+def tokens_of(utf8_bytes: int) -> int:
+    """The estimate of a text of ``utf8_bytes`` Java UTF-8 bytes: ``ceil(utf8_bytes / 3.75)``."""
+    return (4 * utf8_bytes + 14) // 15
 
 
 def truncate_tokens(text: str | None, max_tokens: int) -> str | None:

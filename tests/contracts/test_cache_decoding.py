@@ -104,8 +104,10 @@ class DecodingContract(CacheContract):
 
         def packed(**changes: Any) -> bytes:
             return orjson.dumps(fields | changes) + b"\n" + stream
+        split = fields["resultFrameBytes"]
         bad = [
-            packed(resultCrc32=fields["resultCrc32"] ^ 1), packed(resultBytes=fields["resultBytes"] + 1),
+            _flip(header, stream, split - 1),  # the result frame's content checksum
+            _flip(header, stream, split // 2), packed(resultBytes=fields["resultBytes"] + 1),
             packed(packing="brotli"), packed(traceCrc32=None), packed(resultTokenLimit=None),
             packed(schema=2), packed(resultBytes=2**63), packed(traceBytes=2**64 - 1),
             packed(resultCrc32=2**32 + fields["resultCrc32"]),
@@ -116,12 +118,34 @@ class DecodingContract(CacheContract):
             packed(resultFrameBytes=len(stream) + 1), packed(packing="zlib"),
         ]
         assert [d for d in bad if decode_envelope(d) is not None] == []
-        # the trace is checked when it is inflated (the header's checksum, the stream's own at its
-        # end): a bad one is no trace, while the result still reads
-        for data in (packed(traceCrc32=fields["traceCrc32"] ^ 1), header + b"\n" + stream[:-4]):
+        # the trace is checked when it is inflated (its frame's content checksum, at its end; its
+        # length): a bad one is no trace, while the result still reads
+        for data in (_flip(header, stream, len(stream) - 1), header + b"\n" + stream[:-4],
+                     _flip(header, stream, (split + len(stream)) // 2)):
             odd = decode_envelope(data)
             assert odd is not None and odd.traced and odd.trace_bytes is None and odd.trace is None
             assert odd.result_json == env.result_json
+
+    def test_frames_without_a_content_checksum_are_checked_against_the_header(
+            self, store: Any) -> None:
+        # (as the versions before frame checksums wrote them)
+        env = _traced()
+        header, _, _ = env.encode().partition(b"\n")
+        fields = orjson.loads(header)
+        result, trace = env.result_json, env.trace_bytes or b""
+        first = zstandard.ZstdCompressor(level=3).compress(result)
+        against = zstandard.ZstdCompressionDict(result, dict_type=zstandard.DICT_TYPE_RAWCONTENT)
+        second = zstandard.ZstdCompressor(level=3, dict_data=against).compress(trace)
+        assert not zstandard.get_frame_parameters(second).has_checksum
+
+        def packed(**changes: Any) -> bytes:
+            return (orjson.dumps(fields | {"resultFrameBytes": len(first)} | changes) + b"\n"
+                    + first + second)
+        got = decode_envelope(packed())
+        assert got == env and got is not None and got.trace == env.trace
+        assert decode_envelope(packed(resultCrc32=fields["resultCrc32"] ^ 1)) is None
+        odd = decode_envelope(packed(traceCrc32=fields["traceCrc32"] ^ 1))
+        assert odd is not None and odd.trace_bytes is None and odd.result_json == result
 
     def test_a_trace_in_the_json_layout_is_still_read(self, store: Any) -> None:
         env = _legacy_traced()
@@ -202,3 +226,8 @@ class TestRealRedisCache(DecodingContract):
 @pytest.mark.redis
 class TestClusterCache(DecodingContract):
     backend_name = "cluster"
+
+
+def _flip(header: bytes, stream: bytes, at: int) -> bytes:
+    """The packed value with one bit of its frames' byte ``at`` flipped."""
+    return header + b"\n" + stream[:at] + bytes([stream[at] ^ 1]) + stream[at + 1:]

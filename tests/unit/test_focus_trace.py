@@ -171,7 +171,7 @@ def test_a_trace_writes_the_same_bytes_each_time_and_after_a_round_trip() -> Non
     lambda b: b.replace(b'"lineBytes":[', b'"lineBytes":[0.0,'),
     lambda b: b.replace(b'"noteGroups":[', b'"noteGroups":[[],'),
     lambda b: re.sub(rb'"wikiIds":\[\d+', b'"wikiIds":[99999', b),  # a step not held
-    lambda b: re.sub(rb'"wikiDepths":\[\d+', b'"wikiDepths":[true', b),
+    lambda b: re.sub(rb'"wikiDepths":\[\d+', b'"wikiDepths":[1.5', b),
     lambda b: b.replace(b'"wikiDepths":[', b'"wikiDepths":[1,'),  # a depth too many
     lambda b: b.replace(b'"wikiIds":[', b'"wikiIds":"'),
 ])

@@ -21,7 +21,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from graphrag.wiki.approx_tokens import estimate_tokens, truncate_tokens, utf16_length
+from graphrag.wiki.approx_tokens import (
+    byte_limit,
+    estimate_tokens,
+    java_utf8_length,
+    tokens_of,
+    truncate_tokens,
+)
 from graphrag.wiki.focus.render import focus_json, path_json, related_json, results_json
 from graphrag.wiki.focus.trace import NoteFields, Trace
 from graphrag.wiki.focus.types import FocusContextResult, FocusNoteOut, RelatedNoteOut, TraceTooSmall
@@ -81,8 +87,8 @@ def _select(trace: Trace, token_limit: int) -> tuple[FocusNoteOut, Shown]:
     if token_limit > trace.max_token_limit:
         raise TraceTooSmall(f"trace sized for {trace.max_token_limit} tokens, asked {token_limit}")
     params = trace.params
-    body, truncated = _focus_body(trace, token_limit)
-    related = max(0, token_limit - estimate_tokens(body))
+    body, truncated, tokens = _focus_body(trace, token_limit)
+    related = max(0, token_limit - tokens)
     with_peers = related >= params.peer_gate
     focus = _focus_note(trace, body, truncated, _siblings(trace) if with_peers else ())
     if trace.max_depth < 1 or related <= 0:
@@ -94,13 +100,18 @@ def _select(trace: Trace, token_limit: int) -> tuple[FocusNoteOut, Shown]:
     return focus, shown + (_peers(trace, emitted, related - wiki_budget) if with_peers else [])
 
 
-def _focus_body(trace: Trace, token_limit: int) -> tuple[str | None, bool]:
+def _focus_body(trace: Trace, token_limit: int) -> tuple[str | None, bool, int]:
+    """The focus body cut to the budget's cap, whether it is shorter than the note's, and its
+    estimate. A stored body that fits is kept whole (``truncate_tokens`` keeps it); one that does
+    not is cut to a strict prefix, shorter in UTF-16 units too."""
     stored = trace.focus.content
-    cap = min(trace.params.focus_content_cap, max(0, token_limit))
+    if stored is None:
+        return None, False, 0
+    cap, size = min(trace.params.focus_content_cap, max(0, token_limit)), java_utf8_length(stored)
+    if size <= byte_limit(cap):
+        return stored, trace.focus.content_shortened, tokens_of(size)
     body = truncate_tokens(stored, cap)
-    if body is None or stored is None:
-        return body, False
-    return body, trace.focus.content_shortened or utf16_length(body) < utf16_length(stored)
+    return body, True, estimate_tokens(body)
 
 
 def _siblings(trace: Trace) -> tuple[str, ...]:

@@ -16,7 +16,8 @@ trace (an envelope's, cached on it) build equal values, never misplaced ones.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from datetime import UTC, datetime, timedelta
 from itertools import accumulate
 from typing import Any, Protocol, overload
@@ -24,7 +25,7 @@ from typing import Any, Protocol, overload
 from graphrag.core.jsonload import loads
 from graphrag.wiki.focus.fields import NoteFields
 
-__all__ = ["FieldNotes", "HeldNotes", "JsonNotes", "LineNotes", "Lines", "text_in"]
+__all__ = ["FieldNotes", "HeldNotes", "JsonNotes", "LineNotes", "Lines", "ListedFacts", "text_in"]
 
 _EPOCH, _MS = datetime(1970, 1, 1, tzinfo=UTC), timedelta(milliseconds=1)
 
@@ -157,6 +158,10 @@ class LineNotes(Mapping[int, NoteFields]):
     def fragments(self, note_id: int) -> tuple[bytes, bytes]:
         return self._lines.pair(2 * self._index[note_id])
 
+    def holds_all(self, note_ids: Iterable[int]) -> bool:
+        """Whether every one of ``note_ids`` is held."""
+        return all(map(self._index.__contains__, note_ids))
+
     def __getitem__(self, note_id: int) -> NoteFields:
         try:
             return self._built[note_id]
@@ -222,6 +227,32 @@ class JsonNotes(Mapping[int, NoteFields]):
 
     def __contains__(self, note_id: object) -> bool:
         return str(note_id) in self._data
+
+
+class ListedFacts(AbstractSet[str]):
+    """A parsed trace's facts as its first line lists them, made a set when first asked (a replay
+    never asks: a snapshot's header names them too, for the reverse index)."""
+
+    def __init__(self, listed: Iterable[str]) -> None:
+        self._listed = listed
+        self._held: frozenset[str] | None = None
+
+    def _set(self) -> frozenset[str]:
+        if self._held is None:
+            self._held = frozenset(self._listed)
+        return self._held
+
+    def __contains__(self, fact: object) -> bool:
+        return fact in self._set()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._set())
+
+    def __len__(self) -> int:
+        return len(self._set())
+
+    def __repr__(self) -> str:
+        return f"ListedFacts({sorted(self._set())!r})"
 
 
 def text_in(value: str | Mapping[str, str] | None) -> str | None:

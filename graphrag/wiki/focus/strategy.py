@@ -61,7 +61,7 @@ class WikiOutcome:
 
     def depends_on(self, view: Any = None) -> frozenset[str]:
         """The facts the trace read (``note:X``, ``links:P``, ``inbound:T``, ``peers:...``, ...)."""
-        return self.trace.facts
+        return frozenset(self.trace.facts)
 
 
 def _request(request: Request, params: FocusContextParams) -> FocusRequest:

@@ -43,6 +43,7 @@ surrogate pair (a Java cut can leave one) is not valid UTF-8, so such a text is 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -52,7 +53,7 @@ import orjson
 from graphrag.core.jsonload import loads
 from graphrag.wiki.focus.fields import FocusFields, NoteFields, PeerList, WikiStep, group_key, text_out
 from graphrag.wiki.focus.ladder import BuiltLadder, DictLadder, Ladder, LineLadder
-from graphrag.wiki.focus.stored import HeldNotes, JsonNotes, LineNotes, Lines, text_in
+from graphrag.wiki.focus.stored import HeldNotes, JsonNotes, LineNotes, Lines, ListedFacts, text_in
 from graphrag.wiki.focus.types import FocusContextParams
 from graphrag.wiki.model import Viewer
 
@@ -90,7 +91,7 @@ class Trace:
     wiki_complete: bool
     notes: HeldNotes
     groups: Mapping[str, PeerList]
-    facts: frozenset[str]
+    facts: AbstractSet[str]
 
     @cached_property
     def least_cost(self) -> int:
@@ -178,43 +179,44 @@ class Trace:
 
 
 def _from_lines(spine: Mapping[str, Any], data: bytes, start: int) -> Trace:
-    _check_columns(spine)
+    """What a replay reads later is checked now (ValueError), so a stored trace either parses
+    into one every cut reads without failing, or is no trace: the columns' types, the lines'
+    count and lengths, and that every ladder step is a held note."""
+    groups = spine["noteGroups"]
+    if not (all(map(_int_list, map(spine.__getitem__, _INT_COLUMNS))) and isinstance(groups, list)
+            and set(map(type, groups)) <= {str, type(None)}):
+        raise ValueError("a trace's columns are not lists of the documented types")
     steps, lines = len(spine["wikiIds"]), Lines(data, spine["lineBytes"], start)
     ladder = LineLadder(spine["wikiIds"], spine["wikiDepths"], lines.part(0, steps))
-    notes = LineNotes(spine["noteIds"], spine["noteCosts"], spine["noteGroups"],
-                      lines.part(steps, len(lines)))
+    notes = LineNotes(spine["noteIds"], spine["noteCosts"], groups, lines.part(steps, len(lines)))
+    if not notes.holds_all(ladder.ids):
+        raise ValueError("a trace's ladder names a step it cannot show")
     return _parsed(spine, notes, ladder)
 
 
-def _check_columns(spine: Mapping[str, Any]) -> None:
-    """What a replay reads later is checked now (ValueError), so a stored trace either parses
-    into one every cut reads without failing, or is no trace: the lists' types, and that every
-    ladder step is a held note. (The lines' count and lengths are checked as they are split.)"""
-    groups = spine["noteGroups"]
-    if not (all(_ints(spine[k]) for k in _INT_COLUMNS) and isinstance(groups, list)
-            and set(map(type, groups)) <= {str, type(None)}):
-        raise ValueError("a trace's columns are not lists of the documented types")
-    if not set(spine["wikiIds"]) <= set(spine["noteIds"]):
-        raise ValueError("a trace's ladder names a step it cannot show")
-
-
 _INT_COLUMNS = ("wikiIds", "wikiDepths", "noteIds", "noteCosts", "lineBytes")
+
+
+def _int_list(values: Any) -> bool:
+    """A JSON list of integers: its sum is an int. A float among them makes the sum a float, and
+    any other JSON value (text, null, list, object) cannot be summed; ``true`` and ``false`` pass,
+    as the integers 1 and 0 Python reads them as."""
+    try:
+        return isinstance(values, list) and type(sum(values)) is int
+    except TypeError:
+        return False
 
 
 def _check_lists(spine: Mapping[str, Any]) -> None:
     """Format 2's :func:`_check_columns`: the note lists, and every ladder step's id (a held
     note), depth and path."""
     ids, groups = spine["noteIds"], spine["noteGroups"]
-    if not (_ints(ids) and _ints(spine["noteCosts"]) and _ints(spine["lineBytes"])
+    if not (_int_list(ids) and _int_list(spine["noteCosts"]) and _int_list(spine["lineBytes"])
             and isinstance(groups, list) and set(map(type, groups)) <= {str, type(None)}):
         raise ValueError("a trace's note lists are not lists of the documented types")
     held, wiki = set(ids), spine["wiki"]
     if not isinstance(wiki, list) or not all(map(_step_ok, wiki, [held] * len(wiki))):
         raise ValueError("a trace's ladder names a step it cannot show")
-
-
-def _ints(values: Any) -> bool:
-    return isinstance(values, list) and set(map(type, values)) <= {int}
 
 
 def _step_ok(step: Any, held: set[int]) -> bool:
@@ -239,7 +241,7 @@ def _parsed(data: Mapping[str, Any], notes: HeldNotes, wiki: Ladder) -> Trace:
         wiki_complete=bool(data["wikiComplete"]),
         notes=notes,
         groups={k: PeerList(tuple(g["ids"]), bool(g["complete"])) for k, g in data["groups"].items()},
-        facts=frozenset(data["facts"]),
+        facts=ListedFacts(data["facts"]),
     )
 
 
