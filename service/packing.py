@@ -27,7 +27,8 @@ text. Stored as JSON they took 47 KB per snapshot; packed they take about a fift
   then the trace) is still read, so snapshots written before an upgrade stay served until rebuilt.
 
 :func:`unpack` never raises: a header that does not parse, a frame that does not decompress to the
-lengths and checksums the header names, is None (a miss). The trace is checked when it is needed.
+length the header names or does not check out (against its own checksum, or the header's CRC for a
+frame without one), is None (a miss). The trace is checked when it is needed.
 """
 
 from __future__ import annotations

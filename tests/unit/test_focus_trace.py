@@ -172,8 +172,12 @@ def test_a_trace_writes_the_same_bytes_each_time_and_after_a_round_trip() -> Non
     lambda b: b.replace(b'"noteGroups":[', b'"noteGroups":[[],'),
     lambda b: re.sub(rb'"wikiIds":\[\d+', b'"wikiIds":[99999', b),  # a step not held
     lambda b: re.sub(rb'"wikiDepths":\[\d+', b'"wikiDepths":[1.5', b),
+    lambda b: re.sub(rb'"wikiDepths":\[\d+', b'"wikiDepths":[true', b),  # an answer writes it
+    lambda b: re.sub(rb'"wikiDepths":\[\d+', b'"wikiDepths":[3', b),  # deeper than maxDepth
+    lambda b: re.sub(rb'"wikiDepths":\[\d+', b'"wikiDepths":[0', b),
     lambda b: b.replace(b'"wikiDepths":[', b'"wikiDepths":[1,'),  # a depth too many
-    lambda b: b.replace(b'"wikiIds":[', b'"wikiIds":"'),
+    lambda b: b.replace(b'"wikiIds":[', b'"wikiIds":["x",'),
+    lambda b: re.sub(rb'"facts":\[[^\]]*\]', b'"facts":5', b),
 ])
 def test_a_stored_trace_whose_lines_do_not_match_its_first_line_is_refused(damage: Any) -> None:
     written = _any_trace().to_bytes()
@@ -200,6 +204,14 @@ def test_a_trace_stored_before_format_3_is_read_and_checked(damage: Any) -> None
     assert damage(written) != written
     with pytest.raises(ValueError):
         Trace.from_bytes(damage(written))
+
+
+def test_a_stored_traces_facts_are_checked_when_first_read() -> None:
+    traced = _any_trace()
+    assert Trace.from_bytes(traced.to_bytes()).facts == traced.facts
+    odd = Trace.from_bytes(traced.to_bytes().replace(b'"facts":[', b'"facts":[[1],', 1))
+    with pytest.raises(ValueError):
+        len(odd.facts)
 
 
 def test_a_stored_ladder_path_is_joined_as_written_and_parsed_only_when_read() -> None:

@@ -239,7 +239,10 @@ class ListedFacts(AbstractSet[str]):
 
     def _set(self) -> frozenset[str]:
         if self._held is None:
-            self._held = frozenset(self._listed)
+            held = frozenset(self._listed) if all(isinstance(f, str) for f in self._listed) else None
+            if held is None:
+                raise ValueError("a trace's facts are not texts")
+            self._held = held
         return self._held
 
     def __contains__(self, fact: object) -> bool:

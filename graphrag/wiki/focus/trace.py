@@ -180,11 +180,14 @@ class Trace:
 
 def _from_lines(spine: Mapping[str, Any], data: bytes, start: int) -> Trace:
     """What a replay reads later is checked now (ValueError), so a stored trace either parses
-    into one every cut reads without failing, or is no trace: the columns' types, the lines'
-    count and lengths, and that every ladder step is a held note."""
-    groups = spine["noteGroups"]
+    into one every cut reads without failing, or is no trace: the columns' types (a depth an
+    answer writes: an integer from 1 to the trace's depth), the facts' (a list; its members are
+    checked when the set is first asked for: a replay never asks), the lines' count and lengths,
+    and that every ladder step is a held note."""
+    groups, depths, facts = spine["noteGroups"], spine["wikiDepths"], spine["facts"]
     if not (all(map(_int_list, map(spine.__getitem__, _INT_COLUMNS))) and isinstance(groups, list)
-            and set(map(type, groups)) <= {str, type(None)}):
+            and set(map(type, groups)) <= {str, type(None)} and isinstance(facts, list)
+            and _depths_ok(depths, spine["maxDepth"])):
         raise ValueError("a trace's columns are not lists of the documented types")
     steps, lines = len(spine["wikiIds"]), Lines(data, spine["lineBytes"], start)
     ladder = LineLadder(spine["wikiIds"], spine["wikiDepths"], lines.part(0, steps))
@@ -207,9 +210,14 @@ def _int_list(values: Any) -> bool:
         return False
 
 
+def _depths_ok(depths: list[Any], max_depth: Any) -> bool:
+    return (all(type(d) is int for d in depths) and type(max_depth) is int
+            and (not depths or (min(depths) >= 1 and max(depths) <= max_depth)))
+
+
 def _check_lists(spine: Mapping[str, Any]) -> None:
-    """Format 2's :func:`_check_columns`: the note lists, and every ladder step's id (a held
-    note), depth and path."""
+    """Format 2's checks (:func:`_from_lines` for format 3): the note lists, and every ladder
+    step's id (a held note), depth and path."""
     ids, groups = spine["noteIds"], spine["noteGroups"]
     if not (_int_list(ids) and _int_list(spine["noteCosts"]) and _int_list(spine["lineBytes"])
             and isinstance(groups, list) and set(map(type, groups)) <= {str, type(None)}):
