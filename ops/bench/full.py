@@ -131,8 +131,7 @@ def _full_run(overrides: dict[str, Any], pieces: list[list[int]] | None) -> dict
     """(In the spawned process.) See :func:`spawned_full_run`."""
     wiring = Wiring(load_settings(**overrides))
     engine = own_engine(wiring)
-    if pieces is None:
-        pieces = [p.ids for p in wiring.source.workspaces(wiring.settings.rebuild_piece_notes)]
-    chosen = pieces
-    out = timed_run(engine, lambda: wiring.rebuild_pieces(chosen), sum(map(len, pieces)))
-    return out | {"pieces": len(pieces), "peak_rss_mb": peak_rss_kb() / 1024}
+    chosen = pieces if pieces is not None else [
+        p.ids for p in wiring.source.workspaces(wiring.settings.rebuild_piece_notes)]
+    out = timed_run(engine, lambda: wiring.rebuild_pieces(chosen), sum(map(len, chosen)))
+    return out | {"pieces": len(chosen), "peak_rss_mb": peak_rss_kb() / 1024}

@@ -158,20 +158,20 @@ class Doughnut2026:
                 named.update(ordered)
 
     def _referrers(self, conn: Connection, view: WikiView, wanted: dict[ReferrerKey, int],
-                   named: set[int]) -> None:
+                   sampled: set[int]) -> None:
         groups: dict[tuple[int | None, Viewer], dict[int, int]] = defaultdict(dict)
         for (target, seed, viewer), n in wanted.items():
             groups[(seed, viewer)][target] = n
         for (seed, viewer), lengths in groups.items():
             for chunk in chunks(lengths, self.in_chunk):
                 limit = max(lengths[t] for t in chunk)
-                found = self._sampled(conn, sql.referrers(seed, viewer.user_id, limit), chunk, named)
+                found = self._sampled(conn, sql.referrers(seed, viewer.user_id, limit), chunk, sampled)
                 for target in chunk:
                     ids = found[target]
                     view.put_referrers((target, seed, viewer), ids, len(ids) < limit)
 
     def _peers(self, conn: Connection, view: WikiView, wanted: dict[PeerKey, int],
-               named: set[int]) -> None:
+               sampled: set[int]) -> None:
         groups: dict[tuple[bool, int | None], dict[int, int]] = defaultdict(dict)
         for (notebook_id, folder_id, seed), n in wanted.items():
             owner = folder_id if folder_id is not None else notebook_id
@@ -180,8 +180,8 @@ class Doughnut2026:
         for (in_folder, seed), lengths in groups.items():
             for chunk in chunks(lengths, self.in_chunk):
                 limit = max(lengths[o] for o in chunk)
-                sampled = (sql.folder_peers if in_folder else sql.root_peers)(seed, limit)
-                found = self._sampled(conn, sampled, chunk, named)
+                statement = (sql.folder_peers if in_folder else sql.root_peers)(seed, limit)
+                found = self._sampled(conn, statement, chunk, sampled)
                 self._put_peers(view, wanted, in_folder, seed, found, limit)
 
     @staticmethod
@@ -194,13 +194,14 @@ class Doughnut2026:
                 view.put_peers(key, found[owner], len(found[owner]) < limit)
 
     @staticmethod
-    def _sampled(conn: Connection, sampled: sql.Sampled, owners: list[int],
-                 named: set[int]) -> dict[int, list[int]]:
+    def _sampled(conn: Connection, statement: sql.Sampled, owners: list[int],
+                 sampled: set[int]) -> dict[int, list[int]]:
+        """Each owner's sampled ids, in order; every id is added to ``sampled`` too."""
         found: dict[int, list[int]] = {o: [] for o in owners}
-        statement, params = sampled
-        for r in conn.execute(statement, {"ids": owners, **params}):
+        query, params = statement
+        for r in conn.execute(query, {"ids": owners, **params}):
             found[r.owner].append(r.n_id)
-            named.add(r.n_id)
+            sampled.add(r.n_id)
         return found
 
     def _access(self, conn: Connection, view: WikiView, pairs: Iterable[tuple[Viewer, int]]) -> None:

@@ -51,8 +51,8 @@ class _Anchor(NamedTuple):
 
 
 #: (note id, depth, the index of the anchor whose path it shows: -1 the focus, else a ladder step)
-Shown1 = tuple[int, int, int]
-Shown = list[Shown1]
+ShownNote = tuple[int, int, int]
+Shown = list[ShownNote]
 
 
 def cut(trace: Trace, token_limit: int) -> FocusContextResult:
@@ -181,7 +181,7 @@ def _peers(trace: Trace, emitted: int, budget: int) -> Shown:
     return shown
 
 
-def _offers(trace: Trace, emitted: int) -> Iterator[Shown1]:
+def _offers(trace: Trace, emitted: int) -> Iterator[ShownNote]:
     """Every anchor's sample, in (anchor depth, anchor index) order, first offer per note, as
     (note, its depth, its anchor's path index); made as the peers phase asks (it stops once its
     budget is spent, so later anchors are never sampled)."""

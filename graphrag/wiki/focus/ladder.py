@@ -6,7 +6,8 @@ Doughnut writes. So every form answers :class:`Ladder`: ``ids`` and ``depths`` a
 path as a tuple (markdown, equality) and as its JSON array (:meth:`Ladder.path_json`), and the
 steps themselves as a :class:`~collections.abc.Sequence` of :class:`WikiStep`:
 
-* :class:`BuiltLadder`: the steps a computation built; a path's JSON is written when first asked.
+* :class:`BuiltLadder`: the steps a computation built; a path's JSON is written when first asked
+  (as for :class:`DictLadder`).
 * :class:`LineLadder`: a stored trace's (format 3): ids and depths from its first line, each step's
   path JSON a line of its own, joined into an answer as it is and parsed only when a step is read.
 * :class:`DictLadder`: a trace stored before format 3 (a list of ``{"id", "depth", "path"}``).
@@ -30,16 +31,21 @@ __all__ = ["BuiltLadder", "DictLadder", "Ladder", "LineLadder"]
 class Ladder(Sequence[WikiStep]):
     """The wiki ladder of a trace, in emission order (module docstring)."""
 
-    ids: Sequence[int]
-    depths: Sequence[int]
+    def __init__(self, ids: Sequence[int], depths: Sequence[int]) -> None:
+        self.ids, self.depths = ids, depths
+        self._written: dict[int, bytes] = {}
 
     def path(self, index: int) -> tuple[str, ...]:
         """Step ``index``'s retrieval path."""
         raise NotImplementedError
 
     def path_json(self, index: int) -> bytes:
-        """Step ``index``'s retrieval path as a JSON array (render.path_json)."""
-        raise NotImplementedError
+        """Step ``index``'s retrieval path as a JSON array (render.path_json), written when first
+        asked for."""
+        written = self._written.get(index)
+        if written is None:
+            written = self._written[index] = path_json(self.path(index))
+        return written
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -75,18 +81,10 @@ class BuiltLadder(Ladder):
 
     def __init__(self, steps: Sequence[WikiStep]) -> None:
         self._steps = tuple(steps)
-        self.ids = [s.note_id for s in self._steps]
-        self.depths = [s.depth for s in self._steps]
-        self._written: dict[int, bytes] = {}
+        super().__init__([s.note_id for s in self._steps], [s.depth for s in self._steps])
 
     def path(self, index: int) -> tuple[str, ...]:
         return self._steps[index].path
-
-    def path_json(self, index: int) -> bytes:
-        written = self._written.get(index)
-        if written is None:
-            written = self._written[index] = path_json(self._steps[index].path)
-        return written
 
 
 class LineLadder(Ladder):
@@ -96,7 +94,8 @@ class LineLadder(Ladder):
     def __init__(self, ids: Sequence[int], depths: Sequence[int], lines: Sequence[bytes]) -> None:
         if not len(ids) == len(depths) == len(lines):
             raise ValueError("a trace's ladder columns differ in length")
-        self.ids, self.depths, self._lines = ids, depths, lines
+        super().__init__(ids, depths)
+        self._lines = lines
         self._paths: dict[int, tuple[str, ...]] = {}
 
     def path(self, index: int) -> tuple[str, ...]:
@@ -125,15 +124,7 @@ class DictLadder(Ladder):
 
     def __init__(self, data: Sequence[Mapping[str, Any]]) -> None:
         self._data = data
-        self.ids = [int(s["id"]) for s in data]
-        self.depths = [int(s["depth"]) for s in data]
-        self._written: dict[int, bytes] = {}
+        super().__init__([int(s["id"]) for s in data], [int(s["depth"]) for s in data])
 
     def path(self, index: int) -> tuple[str, ...]:
         return tuple(self._data[index]["path"])
-
-    def path_json(self, index: int) -> bytes:
-        written = self._written.get(index)
-        if written is None:
-            written = self._written[index] = path_json(self.path(index))
-        return written

@@ -141,7 +141,7 @@ class LineNotes(Mapping[int, NoteFields]):
                  lines: Lines) -> None:
         if not len(ids) == len(costs) == len(groups) or len(lines) != 2 * len(ids):
             raise ValueError("a trace's note lines do not match its note ids")
-        self._index = dict(zip(map(int, ids), range(len(ids)), strict=True))
+        self._index = dict(zip(ids, range(len(ids)), strict=True))  # (ids checked as ints)
         self._costs, self._groups, self._lines = costs, groups, lines
         self._built = dict[int, NoteFields]()
 
@@ -239,10 +239,9 @@ class ListedFacts(AbstractSet[str]):
 
     def _set(self) -> frozenset[str]:
         if self._held is None:
-            held = frozenset(self._listed) if all(isinstance(f, str) for f in self._listed) else None
-            if held is None:
+            if not all(isinstance(f, str) for f in self._listed):
                 raise ValueError("a trace's facts are not texts")
-            self._held = held
+            self._held = frozenset(self._listed)
         return self._held
 
     def __contains__(self, fact: object) -> bool:

@@ -117,7 +117,7 @@ class Trace:
         (:attr:`NoteFields.fragments`) a line each, in ``noteIds`` order. Compact JSON never holds
         a raw newline, so a replay splits the lines and parses none of the ones it joins."""
         ids, wiki = sorted(self.notes), self.wiki
-        spine = self._spine(TRACE_FORMAT, ladder=False) | {
+        spine = self._spine(TRACE_FORMAT) | {
             "wikiIds": list(wiki.ids), "wikiDepths": list(wiki.depths),
             "noteIds": ids, "noteCosts": [self.notes[i].cost for i in ids],
             "noteGroups": [self.notes[i].group for i in ids]}
@@ -128,11 +128,13 @@ class Trace:
 
     def to_json(self) -> dict[str, Any]:
         """The JSON form (format 1): one document, the notes' fields inside."""
+        wiki = [{"id": s.note_id, "depth": s.depth, "path": list(s.path)} for s in self.wiki]
         return self._spine(JSON_FORMAT) | {
-            "notes": {str(i): n.json_form for i, n in sorted(self.notes.items())}}
+            "wiki": wiki, "notes": {str(i): n.json_form for i, n in sorted(self.notes.items())}}
 
-    def _spine(self, form: int, *, ladder: bool = True) -> dict[str, Any]:
-        spine = {
+    def _spine(self, form: int) -> dict[str, Any]:
+        """Every member but the ladder and the notes, which each form writes its own way."""
+        return {
             "format": form,
             "params": self.params.to_json(),
             "focusId": self.focus_id,
@@ -144,14 +146,10 @@ class Trace:
             "outgoingLinks": list(self.outgoing_links),
             "inboundReferences": list(self.inbound_references),
             "sampleSiblings": None if self.sample_siblings is None else list(self.sample_siblings),
-            "wiki": [{"id": s.note_id, "depth": s.depth, "path": list(s.path)} for s in self.wiki],
             "wikiComplete": self.wiki_complete,
             "groups": {k: {"ids": list(g.ids), "complete": g.complete} for k, g in self.groups.items()},
             "facts": sorted(self.facts),
         }
-        if not ladder:
-            del spine["wiki"]
-        return spine
 
     @staticmethod
     def from_bytes(data: bytes) -> Trace:
@@ -197,7 +195,7 @@ def _from_lines(spine: Mapping[str, Any], data: bytes, start: int) -> Trace:
     return _parsed(spine, notes, ladder)
 
 
-_INT_COLUMNS = ("wikiIds", "wikiDepths", "noteIds", "noteCosts", "lineBytes")
+_INT_COLUMNS = ("wikiIds", "noteIds", "noteCosts", "lineBytes")  # (depths: _depths_ok)
 
 
 def _int_list(values: Any) -> bool:
@@ -210,8 +208,9 @@ def _int_list(values: Any) -> bool:
         return False
 
 
-def _depths_ok(depths: list[Any], max_depth: Any) -> bool:
-    return (all(type(d) is int for d in depths) and type(max_depth) is int
+def _depths_ok(depths: Any, max_depth: Any) -> bool:
+    return (isinstance(depths, list) and all(type(d) is int for d in depths)
+            and type(max_depth) is int
             and (not depths or (min(depths) >= 1 and max(depths) <= max_depth)))
 
 
