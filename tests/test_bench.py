@@ -116,3 +116,12 @@ def test_todays_doughnut_at_size_is_reported_with_its_flatness_target() -> None:
     assert "**miss**" in line  # 3.2 / 2.0 = 1.6 > 1.5
     assert "| 1,000,000 | 3.2 | 0.3 |" in markdown
     assert "| 2 | 50,000 | 100,000 | 140 | 390, 410 | 5,000 |" in markdown
+
+
+def test_the_full_path_table_shows_the_warm_ceiling_when_the_run_has_one() -> None:
+    results = orjson.loads((RESULTS / "latest.json").read_bytes())
+    full = results["rebuild"]["full"]["wavefront"]
+    full.pop("speedup_warm", None)  # as a run from before the warm pass
+    assert "| warm |" in render_markdown(results)
+    full["speedup_warm"] = 7.77
+    assert "| 7.77× |" in render_markdown(results)

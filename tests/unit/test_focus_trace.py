@@ -175,6 +175,7 @@ def test_a_trace_writes_the_same_bytes_each_time_and_after_a_round_trip() -> Non
     lambda b: re.sub(rb'"wikiDepths":\[\d+', b'"wikiDepths":[true', b),  # an answer writes it
     lambda b: re.sub(rb'"wikiDepths":\[\d+', b'"wikiDepths":[3', b),  # deeper than maxDepth
     lambda b: re.sub(rb'"wikiDepths":\[\d+', b'"wikiDepths":[0', b),
+    lambda b: b.replace(b'"maxDepth":2', b'"maxDepth":100000000'),  # a replay would step through it
     lambda b: b.replace(b'"wikiDepths":[', b'"wikiDepths":[1,'),  # a depth too many
     lambda b: b.replace(b'"wikiIds":[', b'"wikiIds":["x",'),
     lambda b: re.sub(rb'"facts":\[[^\]]*\]', b'"facts":5', b),
@@ -193,6 +194,8 @@ def test_a_stored_trace_whose_lines_do_not_match_its_first_line_is_refused(damag
     lambda b: b.replace(b'"noteCosts":[', b'"noteCosts":["x",'),
     lambda b: b.replace(b'"wiki":[{"id":', b'"wiki":[{"id":99999,"x":'),  # a step not held
     lambda b: b.replace(b',"depth":', b',"depht":', 1),  # a step without its depth
+    lambda b: re.sub(rb'"depth":\d+', b'"depth":3', b, count=1),  # deeper than maxDepth
+    lambda b: b.replace(b'"maxDepth":2', b'"maxDepth":100000000'),
 ])
 def test_a_trace_stored_before_format_3_is_read_and_checked(damage: Any) -> None:
     traced = _any_trace()

@@ -67,6 +67,10 @@ TRACE_FORMAT = 3
 LADDER_INSIDE_FORMAT = 2
 #: the JSON form (:meth:`Trace.to_json`), one document with the notes inside
 JSON_FORMAT = 1
+#: the deepest trace any stored form is read with: a request's depth is at most 10 (the CLI's
+#: bound; Doughnut's is 2), and a replay's peer caps take a step per level, so a trace naming a
+#: deeper one is damaged, not served
+MAX_STORED_DEPTH = 64
 
 
 @dataclass(frozen=True)
@@ -166,14 +170,14 @@ class Trace:
         _check_lists(spine)
         notes = LineNotes(spine["noteIds"], spine["noteCosts"], spine["noteGroups"],
                           Lines(data, spine["lineBytes"], at + 1))
-        return _parsed(spine, notes, DictLadder(spine["wiki"]))
+        return _parsed(spine, notes, _dict_ladder(spine))
 
     @staticmethod
     def from_json(data: Mapping[str, Any]) -> Trace:
         """A trace from its JSON form (format 1)."""
         if data.get("format") != JSON_FORMAT:
             raise ValueError(f"unknown trace format {data.get('format')!r}")
-        return _parsed(data, JsonNotes(data["notes"]), DictLadder(data["wiki"]))
+        return _parsed(data, JsonNotes(data["notes"]), _dict_ladder(data))
 
 
 def _from_lines(spine: Mapping[str, Any], data: bytes, start: int) -> Trace:
@@ -209,9 +213,18 @@ def _int_list(values: Any) -> bool:
 
 
 def _depths_ok(depths: Any, max_depth: Any) -> bool:
+    """Depths an answer writes (integers from 1 to the trace's depth) under a depth in bounds."""
     return (isinstance(depths, list) and all(type(d) is int for d in depths)
-            and type(max_depth) is int
+            and type(max_depth) is int and 0 <= max_depth <= MAX_STORED_DEPTH
             and (not depths or (min(depths) >= 1 and max(depths) <= max_depth)))
+
+
+def _dict_ladder(data: Mapping[str, Any]) -> DictLadder:
+    """The ladder of a form before format 3, its depths checked as format 3's are."""
+    ladder = DictLadder(data["wiki"])
+    if not _depths_ok(list(ladder.depths), data["maxDepth"]):
+        raise ValueError("a trace's depths are not integers from 1 to its depth")
+    return ladder
 
 
 def _check_lists(spine: Mapping[str, Any]) -> None:
