@@ -31,6 +31,7 @@ import re
 
 __all__ = [
     "byte_limit",
+    "cut_and_measure",
     "estimate_tokens",
     "java_utf8_length",
     "join_surrogates",
@@ -50,8 +51,21 @@ def join_surrogates(text: str) -> str:
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
 
 
+def _plain_utf8(text: str) -> bytes | None:
+    """``text``'s UTF-8 bytes, None when it holds a surrogate code point: strict UTF-8 refuses
+    one, so a single encoding both finds out and measures (a regular expression's scan of a text
+    outside the BMP costs several times as much)."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+
+
 def java_utf8_length(text: str) -> int:
     """``text.getBytes(UTF_8).length`` in Java: a lone surrogate is one byte (``?``)."""
+    data = _plain_utf8(text)
+    if data is not None:  # (no surrogates: the UTF-8 size is Java's)
+        return len(data)
     text = join_surrogates(text)
     lone = len(_SURROGATE.findall(text))
     return len(text.encode("utf-8", "surrogatepass")) - 2 * lone
@@ -84,31 +98,55 @@ def truncate_tokens(text: str | None, max_tokens: int) -> str | None:
     ``text`` itself when it fits (None and ``""`` are returned as they are)."""
     if not text:
         return text
-    text = join_surrogates(text)
+    return cut_and_measure(text, max_tokens)[0]
+
+
+def cut_and_measure(text: str, max_tokens: int) -> tuple[str, int]:
+    """``truncate_tokens(text, max_tokens)`` and its Java UTF-8 size (so its estimate is
+    ``tokens_of`` that size), from one encoding of a text without surrogates."""
+    if not text:
+        return text, 0
     limit = byte_limit(max_tokens)
-    if java_utf8_length(text) <= limit:
-        return text
-    if _SURROGATE.search(text) is None:
-        return _cut_plain(text, limit)
-    return _cut_walk(text, limit)
+    data = _plain_utf8(text)
+    if data is None:
+        cut = _cut_joined(join_surrogates(text), limit)
+        return cut, java_utf8_length(cut)
+    if len(data) <= limit:
+        return text, len(data)
+    return _cut_plain(text, data, limit)
 
 
-def _cut_plain(text: str, limit: int) -> str:
-    """Fast cut for text without surrogates: back off to a character boundary in the UTF-8 bytes."""
-    data = text.encode("utf-8")
+def _cut_joined(text: str, limit: int) -> str:
+    """The cut of a text that held surrogate code points, its pairs joined."""
+    data = _plain_utf8(text)
+    if data is None:
+        return text if java_utf8_length(text) <= limit else _cut_walk(text, limit)
+    return text if len(data) <= limit else _cut_plain(text, data, limit)[0]
+
+
+def _cut_plain(text: str, data: bytes, limit: int) -> tuple[str, int]:
+    """The cut of a text without surrogates whose UTF-8 ``data`` is over ``limit``, and its size:
+    back off to a character boundary in the bytes."""
     end = max(limit, 0)
     while end > 0 and (data[end] & 0xC0) == 0x80:
         end -= 1
     prefix = data[:end].decode("utf-8")
     if data[end] >= 0xF0 and end + 1 <= limit:  # a 4-byte char: its high surrogate alone still fits
-        prefix += _high_surrogate(text[len(prefix)])
-    return prefix
+        return prefix + _high_surrogate(text[len(prefix)]), end + 1
+    return prefix, end
 
 
 def _cut_walk(text: str, limit: int) -> str:
-    """General cut, code point by code point (text holding lone surrogates: rare)."""
-    used = 0
-    for index, char in enumerate(text):
+    """General cut (a text holding lone surrogates: rare, and a Java cut leaves one at the end): by
+    the bytes up to the first surrogate, then code point by code point."""
+    first = _SURROGATE.search(text)
+    start = len(text) if first is None else first.start()
+    head = text[:start].encode("utf-8")
+    if len(head) > limit:
+        return _cut_plain(text[:start], head, limit)[0]
+    used = len(head)
+    for index in range(start, len(text)):
+        char = text[index]
         size = _java_size(char)
         if used + size > limit:
             if size == 4 and used + 1 <= limit:

@@ -12,7 +12,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from graphrag.wiki.approx_tokens import estimate_tokens, java_utf8_length, truncate_tokens, utf16_length
+from graphrag.wiki.approx_tokens import (
+    cut_and_measure,
+    estimate_tokens,
+    java_utf8_length,
+    truncate_tokens,
+    utf16_length,
+)
 from graphrag.wiki.focus.render import (
     iso_instant,
     json_string,
@@ -23,7 +29,7 @@ from graphrag.wiki.focus.render import (
     safe_fence,
 )
 from graphrag.wiki.focus.types import FocusContextResult, FocusNoteOut, RelatedNoteOut
-from tests.wiki_reference import java_estimate, java_truncate
+from tests.wiki_reference import java_bytes, java_estimate, java_truncate, units
 from tests.wiki_support import OWNER, H, WikiGraph, result_of
 
 MAY_4 = int(datetime(2026, 5, 4, 10, 15, 17, tzinfo=UTC).timestamp() * 1000)
@@ -243,6 +249,16 @@ texts = st.text(st.characters(codec="utf-8") | st.sampled_from(["😀", "é", "�
 def test_truncation_is_javas_binary_search(text: str, tokens: int) -> None:
     assert truncate_tokens(text, tokens) == java_truncate(text, tokens)
     assert estimate_tokens(text) == java_estimate(text)
+
+
+@given(texts, st.integers(-2, 40))
+def test_a_cut_is_measured_as_java_measures_it(text: str, tokens: int) -> None:
+    # (one encoding finds a text without surrogates and measures it; one with a lone surrogate is
+    # cut by its bytes up to that surrogate, then code point by code point)
+    cut, size = cut_and_measure(text, tokens)
+    assert cut == (truncate_tokens(text, tokens) or "") == (java_truncate(text, tokens) or "")
+    assert size == java_utf8_length(cut) == java_bytes(units(cut))
+    assert java_utf8_length(text) == java_bytes(units(text))
 
 
 @given(texts, st.integers(0, 40), st.integers(0, 40))

@@ -143,9 +143,9 @@ def test_a_parsed_trace_reads_its_ladder_and_notes_as_the_built_one_does(form: s
     with pytest.raises(IndexError):
         parsed.wiki[-len(traced.wiki) - 1]
     assert dict(parsed.notes) == dict(traced.notes) and len(parsed.notes) == len(traced.notes) > 0
-    assert all(parsed.cost_of(i) == n.cost and parsed.fragments_of(i) == n.fragments
+    assert all(parsed.notes.cost(i) == n.cost and parsed.notes.fragments(i) == n.fragments
                for i, n in traced.notes.items())
-    assert parsed.cost_of(max(traced.notes) + 1) is None
+    assert parsed.notes.cost(max(traced.notes) + 1) is None
 
 
 def test_a_trace_writes_the_same_bytes_each_time_and_after_a_round_trip() -> None:

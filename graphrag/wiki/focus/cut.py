@@ -21,13 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from graphrag.wiki.approx_tokens import (
-    byte_limit,
-    estimate_tokens,
-    java_utf8_length,
-    tokens_of,
-    truncate_tokens,
-)
+from graphrag.wiki.approx_tokens import byte_limit, cut_and_measure, java_utf8_length, tokens_of
 from graphrag.wiki.focus.render import focus_json, path_json, related_json, results_json
 from graphrag.wiki.focus.trace import NoteFields, Trace
 from graphrag.wiki.focus.types import FocusContextResult, FocusNoteOut, RelatedNoteOut, TraceTooSmall
@@ -67,11 +61,12 @@ def cut_json(trace: Trace, token_limit: int) -> bytes:
     ladder's path JSON: a stored trace's shown notes and paths are never parsed."""
     focus, shown = _select(trace, token_limit)
     related = []
+    fragments, step_path = trace.notes.fragments, trace.wiki.path_json
     focus_path = b""  # (written when a peer of the focus first shows it)
     for note_id, depth, anchor in shown:
-        head, tail = trace.fragments_of(note_id)
+        head, tail = fragments(note_id)
         if anchor >= 0:
-            path = trace.wiki.path_json(anchor)
+            path = step_path(anchor)
         else:
             path = focus_path = focus_path or path_json(_path(trace, -1))
         related.append(related_json(head, depth, path, tail))
@@ -110,8 +105,8 @@ def _focus_body(trace: Trace, token_limit: int) -> tuple[str | None, bool, int]:
     cap, size = min(trace.params.focus_content_cap, max(0, token_limit)), java_utf8_length(stored)
     if size <= byte_limit(cap):
         return stored, trace.focus.content_shortened, tokens_of(size)
-    body = truncate_tokens(stored, cap)
-    return body, True, estimate_tokens(body)
+    body, body_size = cut_and_measure(stored, cap)
+    return body, True, tokens_of(body_size)
 
 
 def _siblings(trace: Trace) -> tuple[str, ...]:
@@ -153,12 +148,12 @@ def _shown(fields: NoteFields, depth: int, path: tuple[str, ...]) -> RelatedNote
 
 def _wiki_prefix(trace: Trace, budget: int) -> int:
     """How many ladder entries are emitted while the remaining wiki budget is positive."""
-    remaining = budget
+    remaining, cost_of = budget, trace.notes.cost
     ids = trace.wiki.ids
     for emitted, note_id in enumerate(ids):
         if remaining <= 0:
             return emitted
-        remaining -= trace.cost_of(note_id) or 0
+        remaining -= cost_of(note_id) or 0
     if remaining > 0 and not trace.wiki_complete:
         raise TraceTooSmall("the wiki ladder ends before the budget does")
     return len(ids)
@@ -167,13 +162,13 @@ def _wiki_prefix(trace: Trace, budget: int) -> int:
 def _peers(trace: Trace, emitted: int, budget: int) -> Shown:
     if budget <= 0:
         return []
-    remaining = budget
+    remaining, cost_of = budget, trace.notes.cost
     shown: Shown = []
     least = trace.least_cost
     for note_id, depth, index in _offers(trace, emitted):
         if remaining < least or remaining <= 0:  # (no later offer can get in: the phase ends)
             break
-        cost = trace.cost_of(note_id)
+        cost = cost_of(note_id)
         if cost is None or cost > remaining:  # not hydratable, or too big: skipped
             continue
         remaining -= cost
@@ -186,9 +181,9 @@ def _offers(trace: Trace, emitted: int) -> Iterator[ShownNote]:
     (note, its depth, its anchor's path index); made as the peers phase asks (it stops once its
     budget is spent, so later anchors are never sampled)."""
     ids, depths = trace.wiki.ids[:emitted], trace.wiki.depths[:emitted]
+    group_of = trace.notes.group
     anchors = [_Anchor(0, -1, trace.focus_id, trace.focus.group)]
-    anchors += [_Anchor(d, k, i, trace.group_of(i))
-                for k, (i, d) in enumerate(zip(ids, depths, strict=True))]
+    anchors += [_Anchor(d, k, i, group_of(i)) for k, (i, d) in enumerate(zip(ids, depths, strict=True))]
     anchors.sort()  # (the focus first: index -1)
     claimed = {trace.focus_id, *ids}
     reserved = set(claimed)

@@ -150,7 +150,7 @@ class LineNotes(Mapping[int, NoteFields]):
         return None if k is None else int(self._costs[k])
 
     def least_cost(self) -> int:
-        return min(map(int, self._costs), default=0)
+        return int(min(self._costs, default=0))
 
     def group(self, note_id: int) -> str | None:
         return self._groups[self._index[note_id]]

@@ -102,18 +102,6 @@ class Trace:
         """The smallest cost of a note the trace holds (0 when it holds none)."""
         return self.notes.least_cost()
 
-    def cost_of(self, note_id: int) -> int | None:
-        """A note's cost, None when the trace holds no fields of it."""
-        return self.notes.cost(note_id)
-
-    def group_of(self, note_id: int) -> str | None:
-        """A held note's peer group."""
-        return self.notes.group(note_id)
-
-    def fragments_of(self, note_id: int) -> tuple[bytes, bytes]:
-        """A held note's JSON members around its depth and path (NoteFields.fragments)."""
-        return self.notes.fragments(note_id)
-
     def to_bytes(self) -> bytes:
         """The stored form: a JSON line of everything but the ladder's paths and the notes' fields
         (``wikiIds`` and ``wikiDepths``; ``noteIds``, ``noteCosts`` and ``noteGroups`` in their
@@ -200,6 +188,7 @@ def _from_lines(spine: Mapping[str, Any], data: bytes, start: int) -> Trace:
 
 
 _INT_COLUMNS = ("wikiIds", "noteIds", "noteCosts", "lineBytes")  # (depths: _depths_ok)
+_INT_TYPE = {int}
 
 
 def _int_list(values: Any) -> bool:
@@ -214,7 +203,7 @@ def _int_list(values: Any) -> bool:
 
 def _depths_ok(depths: Any, max_depth: Any) -> bool:
     """Depths an answer writes (integers from 1 to the trace's depth) under a depth in bounds."""
-    return (isinstance(depths, list) and all(type(d) is int for d in depths)
+    return (isinstance(depths, list) and set(map(type, depths)) <= _INT_TYPE
             and type(max_depth) is int and 0 <= max_depth <= MAX_STORED_DEPTH
             and (not depths or (min(depths) >= 1 and max(depths) <= max_depth)))
 

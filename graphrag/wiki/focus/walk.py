@@ -17,7 +17,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import TypeVar
 
-from graphrag.wiki.approx_tokens import estimate_tokens, truncate_tokens, utf16_length
+from graphrag.wiki.approx_tokens import cut_and_measure, tokens_of, utf16_length
 from graphrag.wiki.focus.trace import NoteFields, group_key
 from graphrag.wiki.focus.types import FocusContextParams, FocusRequest
 from graphrag.wiki.model import (
@@ -55,9 +55,11 @@ def forget_related_bodies() -> None:
 
 
 def _related_body(content: str | None, cap: int) -> tuple[str | None, bool, int]:
-    body = truncate_tokens(content, cap)
-    shortened = body is not None and content is not None and utf16_length(body) < utf16_length(content)
-    return body, shortened, max(1, estimate_tokens(body))
+    if not content:
+        return content, False, 1
+    body, size = cut_and_measure(content, cap)  # (the text itself when it fits)
+    shortened = body is not content and utf16_length(body) < utf16_length(content)
+    return body, shortened, max(1, tokens_of(size))
 
 
 _remembered = lru_cache(maxsize=RELATED_BODIES)(_related_body)
