@@ -108,20 +108,11 @@ def cut_and_measure(text: str, max_tokens: int) -> tuple[str, int]:
         return text, 0
     limit = byte_limit(max_tokens)
     data = _plain_utf8(text)
-    if data is None:
-        cut = _cut_joined(join_surrogates(text), limit)
-        return cut, java_utf8_length(cut)
+    if data is None:  # (surrogates: their pairs joined, as Java reads them)
+        return _cut_walk(join_surrogates(text), limit)
     if len(data) <= limit:
         return text, len(data)
     return _cut_plain(text, data, limit)
-
-
-def _cut_joined(text: str, limit: int) -> str:
-    """The cut of a text that held surrogate code points, its pairs joined."""
-    data = _plain_utf8(text)
-    if data is None:
-        return text if java_utf8_length(text) <= limit else _cut_walk(text, limit)
-    return text if len(data) <= limit else _cut_plain(text, data, limit)[0]
 
 
 def _cut_plain(text: str, data: bytes, limit: int) -> tuple[str, int]:
@@ -136,24 +127,24 @@ def _cut_plain(text: str, data: bytes, limit: int) -> tuple[str, int]:
     return prefix, end
 
 
-def _cut_walk(text: str, limit: int) -> str:
-    """General cut (a text holding lone surrogates: rare, and a Java cut leaves one at the end): by
-    the bytes up to the first surrogate, then code point by code point."""
+def _cut_walk(text: str, limit: int) -> tuple[str, int]:
+    """The cut of a text that may hold lone surrogates (rare; a Java cut leaves one at the end), and
+    its size: by the bytes up to the first surrogate, then code point by code point."""
     first = _SURROGATE.search(text)
     start = len(text) if first is None else first.start()
     head = text[:start].encode("utf-8")
-    if len(head) > limit:
-        return _cut_plain(text[:start], head, limit)[0]
+    if len(head) > max(limit, 0):  # (_cut_plain needs a byte at the limit)
+        return _cut_plain(text[:start], head, limit)
     used = len(head)
     for index in range(start, len(text)):
         char = text[index]
         size = _java_size(char)
         if used + size > limit:
             if size == 4 and used + 1 <= limit:
-                return text[:index] + _high_surrogate(char)
-            return text[:index]
+                return text[:index] + _high_surrogate(char), used + 1
+            return text[:index], used
         used += size
-    return text
+    return text, used
 
 
 def _java_size(char: str) -> int:

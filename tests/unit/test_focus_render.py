@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 import orjson
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from graphrag.wiki.approx_tokens import (
@@ -252,6 +252,8 @@ def test_truncation_is_javas_binary_search(text: str, tokens: int) -> None:
 
 
 @given(texts, st.integers(-2, 40))
+@example("\ud83d", -2)  # (a lone surrogate first and a limit below 0: no byte to back off from)
+@example("ab😀\ud83dcd", 1)
 def test_a_cut_is_measured_as_java_measures_it(text: str, tokens: int) -> None:
     # (one encoding finds a text without surrogates and measures it; one with a lone surrogate is
     # cut by its bytes up to that surrogate, then code point by code point)

@@ -188,7 +188,7 @@ def _from_lines(spine: Mapping[str, Any], data: bytes, start: int) -> Trace:
 
 
 _INT_COLUMNS = ("wikiIds", "noteIds", "noteCosts", "lineBytes")  # (depths: _depths_ok)
-_INT_TYPE = {int}
+_INT_TYPE = frozenset({int})
 
 
 def _int_list(values: Any) -> bool:
@@ -211,7 +211,7 @@ def _depths_ok(depths: Any, max_depth: Any) -> bool:
 def _dict_ladder(data: Mapping[str, Any]) -> DictLadder:
     """The ladder of a form before format 3, its depths checked as format 3's are."""
     ladder = DictLadder(data["wiki"])
-    if not _depths_ok(list(ladder.depths), data["maxDepth"]):
+    if not _depths_ok(ladder.depths, data["maxDepth"]):
         raise ValueError("a trace's depths are not integers from 1 to its depth")
     return ladder
 
