@@ -4,7 +4,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test run lint typecheck unit test-reliability clean
+.PHONY: test services run lint typecheck unit test-reliability clean
+
+# The suite runs in parallel worker processes (pytest-xdist): much of it waits on processes, brokers
+# and databases rather than computing, so more workers than cores pays. Every test makes its own
+# databases, key prefixes, vhosts and ports, so the workers never share state. TEST_JOBS=0: serial.
+TEST_JOBS ?= 4
 
 # Set-up prints one line; pip's own output goes to .venv/install.log (shown only if it fails).
 $(STAMP): pyproject.toml
@@ -15,8 +20,12 @@ $(STAMP): pyproject.toml
 	   > $(VENV)/install.log 2>&1 || { tail -30 $(VENV)/install.log; exit 1; }
 	@touch $(STAMP)
 
-test: $(STAMP) lint typecheck
-	$(BIN)/python -m pytest
+test: $(STAMP) services lint typecheck
+	$(BIN)/python -m pytest -n $(TEST_JOBS)
+
+# MariaDB, Redis and RabbitMQ up; nginx and Prometheus installed (or one line naming what to run).
+services:
+	@tests/services/prepare.sh
 
 lint: $(STAMP)
 	$(BIN)/ruff check graphrag service storage tasks worker ops tests
