@@ -13,6 +13,8 @@ Two sides (docs/architecture.md):
   (what MCP subscriptions and ``graphrag context --follow`` re-check).
 * :class:`QueueDepth` reads how many tasks wait on a broker queue (the nightly dispatcher's
   back-pressure), whichever broker carries them (Redis or RabbitMQ).
+* :class:`SessionUsers` asks Doughnut's backend whose web session a cookie carries (service.sessions);
+  the prefix's binding to one database is :class:`service.binding.PrefixBinding`.
 
 Every implementation raises only the service's own errors (``graphrag.core.errors``): a driver error is
 translated at the seam with ``raise ... from``, so no redis-py or SQLAlchemy type or exception ever
@@ -29,6 +31,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from service.binding import DatabaseIdentity
 from service.envelope import Envelope, Fact, SnapshotKey
 
 __all__ = [
@@ -45,6 +48,7 @@ __all__ = [
     "PositionStore",
     "ProgressLog",
     "QueueDepth",
+    "SessionUsers",
     "SnapshotCache",
     "SnapshotChanges",
     "TokenOwner",
@@ -108,6 +112,9 @@ class NoteSource(Protocol):
 
     def any_note(self) -> bool:
         """Whether any note row exists, deleted ones included."""
+
+    def identity(self) -> DatabaseIdentity:
+        """The database as its content names it (service.binding): layout, name, oldest notes."""
 
     def edit_scope(self, roots: Iterable[int], *, limit: int = 10_000) -> set[int]:
         """The notes a delete or restore of ``roots`` changes together with them (tree: the subtree,
@@ -310,6 +317,14 @@ class UserTokens(Protocol):
 
     def token_owner(self, token: str) -> TokenOwner | None:
         """The row of ``token`` (compared as Doughnut's database compares it), or None."""
+
+
+class SessionUsers(Protocol):
+    """Doughnut's own answer to whose web session a request carries (its backend, over HTTP)."""
+
+    def session_user(self, cookie: str) -> int | None:
+        """The user id of the session the ``Cookie`` header names, or None (no session, or a
+        principal with no user row); raises Unavailable when Doughnut cannot be asked."""
 
 
 class ChangeListener(Protocol):

@@ -57,6 +57,7 @@ class MemoryState:
     progress: dict[str, dict[str, int | str]] = field(default_factory=dict)
     cdc_position: str | None = None
     cdc_heartbeat: tuple[int, int] | None = None  # (written at ms, behind ms)
+    binding: bytes | None = None  # the database the state belongs to (storage.memory_binding)
     #: who hears of snapshot writes and deletions (storage.memory_changes), called with the focus
     hearers: list[Callable[[int], None]] = field(default_factory=list)
 

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 
 from graphrag import GraphView, Need, Ref, Row, Skeleton
 from graphrag.core.errors import DatabaseUnavailable
+from service.binding import OLDEST_NOTES, DatabaseIdentity
 from service.ports import Cursor, Loader, Piece
 from storage.database import epoch_ms
 from storage.pieces import by_notebook
@@ -127,3 +128,8 @@ class MemoryTree:
     def any_note(self) -> bool:
         self._check()
         return bool(self.notes)
+
+    def identity(self) -> DatabaseIdentity:
+        oldest = sorted(self.notes.values(), key=lambda n: n.id)[:OLDEST_NOTES]
+        return DatabaseIdentity.of(self.profile, "memory",
+                                   [(n.id, str(n.created_at)[:19]) for n in oldest])

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from graphrag.core.errors import DatabaseUnavailable
 from graphrag.wiki.model import Access, Folder, Notebook, Viewer, WikiNeed, WikiNote, sample_key
 from graphrag.wiki.view import WikiView
+from service.binding import OLDEST_NOTES, DatabaseIdentity
 from service.ports import Cursor, Loader, Piece, TokenOwner
 from storage.pieces import by_notebook
 
@@ -209,6 +210,11 @@ class MemoryWiki:
     def any_note(self) -> bool:
         self._check()
         return bool(self.notes)
+
+    def identity(self) -> DatabaseIdentity:
+        oldest = sorted(self.notes.values(), key=lambda n: n.id)[:OLDEST_NOTES]
+        return DatabaseIdentity.of(self.profile, "memory",
+                                   [(n.id, str(n.created_at_ms)) for n in oldest])
 
     def load(self, view: WikiView, need: WikiNeed) -> None:
         named, sampled = set(need.notes), set[int]()

@@ -21,8 +21,10 @@ from sqlalchemy.exc import NoSuchTableError, SQLAlchemyError
 
 from graphrag import GraphView, Need, Ref, Row, Skeleton
 from graphrag.core.errors import DatabaseUnavailable, SchemaMismatch
+from service.binding import DatabaseIdentity
 from service.ports import Cursor, Loader, Piece
 from storage.database import chunks, epoch_ms, reason, translated
+from storage.profiles.identity import identity_of
 from storage.profiles.notebook_pieces import notebook_pieces
 from storage.profiles.tables_2025 import (
     DETAILS_COLUMNS,
@@ -216,6 +218,9 @@ class Doughnut2025:
     def any_note(self) -> bool:
         with translated(), self.engine.connect() as conn:
             return conn.execute(self._statements().any_note).first() is not None
+
+    def identity(self) -> DatabaseIdentity:
+        return identity_of(self.engine, NAME)
 
 
 def _skeleton(note_id: int, parent_id: int | None, target_id: int | None, sibling_order: int,

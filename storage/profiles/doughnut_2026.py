@@ -33,9 +33,11 @@ from graphrag.wiki.model import (
     WikiNote,
 )
 from graphrag.wiki.view import WikiView
+from service.binding import DatabaseIdentity
 from service.ports import Cursor, Loader, Piece, TokenOwner
 from storage.database import chunks, epoch_ms, translated
 from storage.profiles import wiki_statements as sql
+from storage.profiles.identity import identity_of
 from storage.profiles.notebook_pieces import notebook_pieces
 from storage.profiles.tables_2026 import (
     REQUIRED,
@@ -264,6 +266,9 @@ class Doughnut2026:
     def any_note(self) -> bool:
         with translated(), self.engine.connect() as conn:
             return conn.execute(select(note.c.id).limit(1)).first() is not None
+
+    def identity(self) -> DatabaseIdentity:
+        return identity_of(self.engine, NAME)
 
 
 def _grant(viewer: Viewer, r: Any) -> Access:

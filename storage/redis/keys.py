@@ -16,6 +16,7 @@ Layout (``<prefix>`` defaults to ``graphrag:v1``; tests pass their own to isolat
     <prefix>:webhook:<webhook_id>                                replay guard of one webhook delivery
     <prefix>:progress:<name>                                     hash: progress of a full rebuild
     <prefix>:flag:<name>                                         short-lived coordination flags
+    <prefix>:binding                                             the database the prefix belongs to
 
 The ``{<note_id>}`` hash tag puts all keys *of one note* into one Redis Cluster slot, so a Lua script
 that touches a note's snapshot, generation and ``shows`` hash is cluster-legal. The layered strategy
@@ -132,6 +133,11 @@ class Keys:
     def webhook(self, webhook_id: str) -> str:
         """``<prefix>:webhook:<id>``: marks a webhook delivery as seen (replay guard)."""
         return f"{self.prefix}:webhook:{webhook_id}"
+
+    def binding(self) -> str:
+        """``<prefix>:binding``: the identity of the database whose snapshots the prefix holds
+        (service.binding; no TTL)."""
+        return f"{self.prefix}:binding"
 
     def pattern(self) -> str:
         """A SCAN MATCH pattern covering every key under this prefix."""

@@ -25,8 +25,10 @@ from storage.memory import (
     MemoryProgress,
     MemoryState,
 )
+from storage.memory_binding import MemoryBinding
 from storage.memory_cache import MemoryCache
 from storage.memory_changes import MemoryChanges
+from storage.redis.binding import RedisBinding
 from storage.redis.cache import RedisCache
 from storage.redis.changes import RedisChanges
 from storage.redis.client import build_client, delete_prefix
@@ -62,6 +64,10 @@ class CacheBackend:
 
     def heartbeat(self) -> Any:
         """Change capture's heartbeat on this store."""
+        raise NotImplementedError
+
+    def binding(self) -> Any:
+        """The database this store's prefix belongs to."""
         raise NotImplementedError
 
     def dirty_queue(self, shards: int) -> Any:
@@ -105,6 +111,9 @@ class MemoryBackend(CacheBackend):
 
     def heartbeat(self) -> MemoryFeedHeartbeat:
         return MemoryFeedHeartbeat(self.state)
+
+    def binding(self) -> MemoryBinding:
+        return MemoryBinding(self.state)
 
     def changes(self) -> MemoryChanges:
         return MemoryChanges(self.state)
@@ -156,6 +165,9 @@ class RedisBackend(CacheBackend):
 
     def heartbeat(self) -> RedisFeedHeartbeat:
         return RedisFeedHeartbeat(self.client, self.keys)
+
+    def binding(self) -> RedisBinding:
+        return RedisBinding(self.client, self.keys)
 
     def changes(self) -> RedisChanges:
         return RedisChanges(self.client, self.keys)

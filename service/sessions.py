@@ -1,0 +1,84 @@
+"""Doughnut's web sessions: whom a request carrying Doughnut's session cookie reads as.
+
+Doughnut's web app signs users in with OAuth2 and keeps the session on Doughnut's side; the browser
+sends only the session cookie, never a bearer token (the note export dialog's
+``GET /api/notes/{id}/ai-context-markdown``). Doughnut finds the user of a request this way
+(b2c0268c09, ``CurrentUserFetcherFromRequest``): a bearer token it knows names the user; otherwise
+the session's principal does; otherwise nobody. :class:`Viewers` keeps that order: a token of
+``user_token`` (service.users), then the session, then nobody.
+
+Only Doughnut can say whose a session is, so the service asks it
+(``GET /api/user/current-user-info`` with the request's ``Cookie`` header alone, on Doughnut's
+backend address; :class:`service.ports.SessionUsers`) and remembers the answer for ``ttl_ms``
+(``GRAPHRAG_SESSION_CACHE_S``): a session that logs out still reads as its user for at most that
+long. The cookie is remembered under its SHA-256 only and never logged. When Doughnut cannot be
+asked, :class:`~graphrag.core.errors.Unavailable` propagates: the HTTP surface answers 503, which the
+shipped proxy hands to Doughnut itself, so the web app is answered by Doughnut rather than told to
+sign in again (a 401 makes Doughnut's web client reload the page to log in).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+
+from graphrag.wiki.model import Viewer
+from service.ports import SessionUsers
+from service.users import ANONYMOUS, TokenBook
+
+__all__ = ["SessionBook", "Viewers"]
+
+_MAX_REMEMBERED = 10_000
+
+
+class SessionBook:
+    """Cookie headers to viewers, through ``sessions`` (Doughnut itself), remembered ``ttl_ms``.
+
+    ``on_lookup(outcome)`` is told each question's outcome: ``user`` or ``anonymous`` (a failed
+    question raises and is not remembered); ``clock_ms`` is monotonic."""
+
+    def __init__(self, sessions: SessionUsers, *, ttl_ms: int, clock_ms: Callable[[], int],
+                 on_lookup: Callable[[str], object] = lambda _outcome: None) -> None:
+        self._sessions, self.ttl_ms, self._clock_ms = sessions, ttl_ms, clock_ms
+        self._on_lookup = on_lookup
+        self._seen: OrderedDict[bytes, tuple[int, int | None]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def viewer_of(self, cookie: str) -> Viewer:
+        """The session's user, or nobody; raises Unavailable when Doughnut cannot be asked."""
+        key, now = hashlib.sha256(cookie.encode("utf-8", "surrogatepass")).digest(), self._clock_ms()
+        with self._lock:
+            remembered = self._seen.get(key)
+        if remembered is not None and now - remembered[0] < self.ttl_ms:
+            return _viewer(remembered[1])
+        user_id = self._sessions.session_user(cookie)
+        self._on_lookup("anonymous" if user_id is None else "user")
+        self._remember(key, now, user_id)
+        return _viewer(user_id)
+
+    def _remember(self, key: bytes, now: int, user_id: int | None) -> None:
+        with self._lock:
+            self._seen[key] = (now, user_id)
+            self._seen.move_to_end(key)
+            while len(self._seen) > _MAX_REMEMBERED:
+                self._seen.popitem(last=False)
+
+
+def _viewer(user_id: int | None) -> Viewer:
+    return ANONYMOUS if user_id is None else Viewer(user_id=user_id)
+
+
+class Viewers:
+    """Whom a request on Doughnut's paths reads as, in Doughnut's order: a known bearer token's
+    user, else the session's user (when a cookie came and sessions are configured), else nobody."""
+
+    def __init__(self, tokens: TokenBook, sessions: SessionBook | None = None) -> None:
+        self.tokens, self.sessions = tokens, sessions
+
+    def viewer_of(self, bearer: str | None, cookie: str | None) -> Viewer:
+        viewer = self.tokens.viewer_of(bearer)
+        if not viewer.anonymous or not cookie or self.sessions is None:
+            return viewer
+        return self.sessions.viewer_of(cookie)
