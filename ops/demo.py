@@ -36,9 +36,9 @@ from storage.database import open_engine
 from storage.profiles import admin_2025
 from storage.redis.client import build_client, delete_prefix, emulated_client, reachable
 from storage.sample import SAMPLE_FOCUS_IDS, sample_notes
-from worker.celery_app import create_celery
+from worker.celery.runtime import worker_app
 from worker.compose import Wiring
-from worker.server import build_http_app
+from worker.http.server import build_http_app
 from worker.settings import Settings, load_settings
 
 _TOKEN = "demo-reader-token"
@@ -154,7 +154,7 @@ def run(settings: Settings, client: Any) -> int:
     wiring = Wiring(settings, redis_client=client)
     report = wiring.rebuild(n.id for n in sample_notes() if n.deleted_at is None)
     say(f"full rebuild: {report.summary()}")
-    celery = create_celery(settings, redis_client=client)
+    celery = worker_app(settings, redis_client=client)
     celery.conf.broker_transport_options = {"polling_interval": 0.005}  # in-memory broker: poll fast
     app = build_http_app(settings, redis_client=client, celery=celery)
     link, hub = SAMPLE_FOCUS_IDS["link_note"], SAMPLE_FOCUS_IDS["hub"]

@@ -21,9 +21,9 @@ from celery.contrib.testing.worker import start_worker
 from storage.database import open_engine
 from storage.profiles.admin_2026 import save_content
 from storage.profiles.sample_2026 import SAMPLE_2026_FOCUS_IDS, load_sample_2026
-from worker.celery_app import create_celery
+from worker.celery.runtime import worker_app
 from worker.compose import Wiring
-from worker.server import build_http_app
+from worker.http.server import build_http_app
 from worker.settings import Settings
 
 __all__ = ["run_2026"]
@@ -79,7 +79,7 @@ def run_2026(settings: Settings, client: Any, folder: Path, token: str, signed: 
     wiring = Wiring(settings, redis_client=client)
     report = wiring.rebuild(wiring.source.live_ids_after(0, 100_000))
     say(f"full rebuild of focus-context snapshots: {report.summary()}")
-    celery = create_celery(settings, redis_client=client)
+    celery = worker_app(settings, redis_client=client)
     celery.conf.broker_transport_options = {"polling_interval": 0.005}
     app = build_http_app(settings, redis_client=client, celery=celery)
     hub, linker = SAMPLE_2026_FOCUS_IDS["hub"], SAMPLE_2026_FOCUS_IDS["deep_folder_note"]

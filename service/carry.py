@@ -39,7 +39,7 @@ Each thread carries its own workspace (by thread id: a view is not safe to fill 
 once; a thread that ended leaves its workspace to a later thread given its id, never to one alive
 with it). A carry
 with ``max_foci`` 0 holds nothing, and :meth:`Carry.release` lets every thread's workspace go (a
-worker process that sat idle after a run, worker.celery_app): the memory is the workspace's, and an
+worker process that sat idle after a run, worker.celery.idle): the memory is the workspace's, and an
 epoch already using one keeps it to its end.
 """
 

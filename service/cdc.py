@@ -2,7 +2,7 @@
 
 ``graphrag cdc`` follows the database's row-based binary log (storage/binlog) and hands each
 committed transaction of the watched tables to :func:`events_of`, which says what a relay would have
-posted for it, in the webhook's JSON shape (worker/webhook.py), so both inputs share one path from
+posted for it, in the webhook's JSON shape (worker/http/webhook.py), so both inputs share one path from
 there on (``graphrag.process_events``). The row images are FULL, so every event carries its
 before/after exactly, also what Doughnut never announces (moves and undo-deletes that do not touch
 ``updated_at``):

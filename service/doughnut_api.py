@@ -5,7 +5,7 @@ path's note first (converted to an Integer, then looked up: a row, deleted or no
 required ``tokenLimit`` (an ``int``), and only then does Doughnut find the user (service.users) and
 check the read rule on the note's notebook; the answer is the context computed with that user as
 viewer. :func:`answer` keeps that order, so every refusal is the one Doughnut gives first
-(:class:`Refusal`; worker.doughnut_errors writes Doughnut's bodies for them):
+(:class:`Refusal`; service.doughnut_errors writes Doughnut's bodies for them):
 
 * ``bad-note`` / ``no-note``: the path value does not convert, or names no row;
 * ``no-limit`` / ``bad-limit``: ``tokenLimit`` is absent or does not convert. Zero and negative

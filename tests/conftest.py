@@ -161,8 +161,8 @@ def sample_url(tmp_path_factory: pytest.TempPathFactory) -> str:
 
     url = f"sqlite:///{tmp_path_factory.mktemp('mcp') / 'sample.db'}"
     for command in (["db", "init"], ["db", "load-sample"]):
-        done = subprocess.run([sys.executable, "-c", "from worker.cli import main; main()", *command,
-                               "--db", url], capture_output=True, timeout=120, cwd=ROOT)
+        done = subprocess.run([sys.executable, "-c", "from worker.cli.main import main; main()",
+                               *command, "--db", url], capture_output=True, timeout=120, cwd=ROOT)
         assert done.returncode == 0, done.stderr
     return url
 

@@ -39,9 +39,9 @@ from tests.conftest import mariadb_database, url_string
 from tests.redis.readers import real_redis, unique_prefix
 from tests.storage.wiki_rows import table_rows
 from tests.wiki_support import H
-from worker.doughnut_paths import DoughnutAuth
-from worker.http import create_app
-from worker.server import health_of
+from worker.http.app import create_app
+from worker.http.doughnut_paths import DoughnutAuth
+from worker.http.server import health_of
 
 __all__ = ["SHARED", "TOKENS", "Site", "site"]
 

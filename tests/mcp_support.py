@@ -1,7 +1,7 @@
 """What the ``graphrag mcp`` tests share: the service they run against and the checks they make.
 
 The service is the bundled sample notebook in SQLite and the real Redis under a private key prefix
-(removed afterwards), with the HTTP reader (``worker.server.build_http_app``) built in-process on
+(removed afterwards), with the HTTP reader (``worker.http.server.build_http_app``) built in-process on
 both; the subprocess is given the same settings. The checks compare every answer of the tools with
 that reader's, over whichever transport the client speaks. ``tests/conftest.py`` holds the fixtures
 built from it (``sample_url``, ``svc``, ``no_inherited_settings``).
@@ -35,7 +35,7 @@ from storage.sample import SAMPLE_FOCUS_IDS
 from tests.redis.readers import real_redis, redis_url, unique_prefix
 from tests.wiring import build_service, build_snapshot_store
 from worker.compose import wall_ms
-from worker.server import build_http_app
+from worker.http.server import build_http_app
 from worker.settings import Settings, load_settings
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from worker.bearer import BearerGate
+from worker.gate import BearerGate
 
 TOKEN = "s3cret-token"
 

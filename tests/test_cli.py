@@ -17,7 +17,7 @@ NOW = "2026-07-01T00:00:00Z"
 
 
 def graphrag(*args: str) -> subprocess.CompletedProcess[bytes]:
-    code = "from worker.cli import main; main()"
+    code = "from worker.cli.main import main; main()"
     return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, timeout=120)
 
 
@@ -112,7 +112,7 @@ def test_table_without_expected_columns_names_them(tmp_path: Path) -> None:
 
 
 def test_bad_setting_names_the_variable(sample_db: str) -> None:
-    code = "from worker.cli import main; main()"
+    code = "from worker.cli.main import main; main()"
     env = {"GRAPHRAG_MAX_TOKEN_LIMIT": "lots", "PATH": "/usr/bin:/bin"}
     proc = subprocess.run([sys.executable, "-c", code, "context", "1", "--live", "--db", sample_db],
                           capture_output=True, timeout=60, env=env)
@@ -127,7 +127,7 @@ def test_bad_setting_names_the_variable(sample_db: str) -> None:
 ])
 def test_an_unusable_broker_is_a_one_line_error(command: str, url: str, words: tuple[str]) -> None:
     env = {"CELERY_BROKER_URL": url, "PATH": "/usr/bin:/bin"}
-    proc = subprocess.run([sys.executable, "-c", "from worker.cli import main; main()", command],
+    proc = subprocess.run([sys.executable, "-c", "from worker.cli.main import main; main()", command],
                           capture_output=True, timeout=60, env=env)
     assert_one_line_error(proc, 1, "CELERY_BROKER_URL", *words)
     assert b"secret" not in proc.stderr

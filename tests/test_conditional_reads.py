@@ -1,4 +1,4 @@
-"""Conditional reads (worker.conditional) on the HTTP reader: ETag, If-None-Match → 304.
+"""Conditional reads (worker.http.conditional) on the HTTP reader: ETag, If-None-Match → 304.
 
 The tag must change exactly when an answer's bytes change, and never be shared by two tokenLimits
 or formats; a 304 never hides a change and costs no SQL. Over fakeredis (with Lua) and SQLite, as
@@ -17,7 +17,7 @@ from werkzeug.http import http_date
 from tests.redis.readers import SqlCounter
 from tests.support import NOW_MS
 from tests.test_http import MAX_LIMIT, Service, running
-from worker.conditional import CACHE_CONTROL, validators
+from worker.http.conditional import CACHE_CONTROL, validators
 
 LATER_MS = NOW_MS + 60_000  # a second rebuild's time (still before READ_AT_MS + soft TTL)
 

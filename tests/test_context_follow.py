@@ -1,6 +1,6 @@
 """``graphrag context NOTE_ID --follow``: the context printed again each time its bytes change.
 
-Fast: :func:`worker.follow.follow` over the in-memory change announcements. End to end: the
+Fast: :func:`worker.cli.follow.follow` over the in-memory change announcements. End to end: the
 installed command against the sample database and the real Redis, a rebuild that writes the same
 bytes (nothing printed) and one after a SQL edit (the new context printed), then Ctrl-C or SIGTERM
 (exit 0, no traceback).
@@ -23,7 +23,7 @@ from storage.memory import MemoryState
 from storage.memory_changes import MemoryChanges
 from storage.sample import SAMPLE_FOCUS_IDS
 from tests.mcp_support import GRAPHRAG, ROOT, Service
-from worker.follow import follow
+from worker.cli.follow import follow
 
 NOTE = SAMPLE_FOCUS_IDS["link_note"]
 

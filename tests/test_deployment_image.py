@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.deployment_support import DOCKERFILE, ROOT
-from worker import celery_app
+from worker.celery import runtime
 
 DOCKERIGNORE = ROOT / ".dockerignore"
 
@@ -70,10 +70,10 @@ def test_a_worker_process_freezes_what_it_built_before_its_first_task(
     """The runtime is built first, then frozen: the collector's full passes skip it for good."""
     frozen_while_building: list[int] = []
     building = lambda: frozen_while_building.append(gc.get_freeze_count())  # noqa: E731
-    monkeypatch.setattr(celery_app, "current", building)
+    monkeypatch.setattr(runtime, "current", building)
     gc.unfreeze()
     try:
-        celery_app._warm_up()
+        runtime._warm_up()
         assert frozen_while_building == [0] and gc.get_freeze_count() > 10_000
     finally:
         gc.unfreeze()

@@ -95,7 +95,7 @@ def test_runbook_names_every_exported_metric(runbook: str) -> None:
 def test_runbook_commands_exist_in_the_cli(runbook: str) -> None:
     from click.testing import CliRunner
 
-    from worker.cli import main
+    from worker.cli.main import main
 
     for command in sorted(set(re.findall(r"graphrag ([a-z]+)", runbook))):
         result = CliRunner().invoke(main, [command, "--help"])

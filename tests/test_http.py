@@ -39,8 +39,8 @@ from tests.redis.readers import (
     sqlite_service,
 )
 from tests.support import NOW_MS
-from worker.http import create_app
-from worker.server import health_of
+from worker.http.app import create_app
+from worker.http.server import health_of
 
 SOFT_TTL_S, HARD_TTL_S = 3_600, 7_200
 MAX_LIMIT = 1_000

@@ -1,6 +1,6 @@
 """``graphrag mcp`` over stdio, as an agent meets it: a subprocess spoken to with the ``mcp`` client
 library, on the bundled sample notebook in SQLite and the real Redis (a private key prefix, removed
-afterwards). Every answer is compared with the HTTP reader (``worker.server.build_http_app``) built
+afterwards). Every answer is compared with the HTTP reader (``worker.http.server.build_http_app``) built
 in-process on the same database and Redis; stdout carries nothing but protocol messages. In process,
 the tools' ContextSource serves a snapshot's markdown without SQL and renders every tree strategy.
 """
@@ -41,8 +41,8 @@ from tests.mcp_support import (
 from tests.redis.readers import SqlCounter, snapshot_of
 from tests.wiring import build_reader
 from worker.compose import wall_ms
-from worker.mcp_server import build_server
-from worker.mcp_source import ReaderContext
+from worker.mcp.server import build_server
+from worker.mcp.source import ReaderContext
 
 pytestmark = [pytest.mark.redis, pytest.mark.usefixtures("no_inherited_settings")]
 

@@ -33,8 +33,8 @@ from tests.mcp_support import (
     text_of,
 )
 from tests.redis.readers import free_port, real_redis, redis_url, unique_prefix
-from worker.mcp_texts import TEXTS_2026
-from worker.server import build_http_app
+from worker.http.server import build_http_app
+from worker.mcp.texts import TEXTS_2026
 from worker.settings import load_settings
 
 pytestmark = pytest.mark.redis

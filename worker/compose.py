@@ -210,13 +210,13 @@ class Wiring:
     @cached_property
     def drains(self) -> Carry:
         """This process's carry of loaded data from one drain's rebuild to the next
-        (worker.celery_app lets it go once it is too old to use)."""
+        (worker.celery.runtime lets it go once it is too old to use)."""
         return self.carry()
 
     @cached_property
     def pieces(self) -> Carry:
         """This process's carry of a full rebuild's workspace from one ``rebuild_piece`` to the
-        next (worker.celery_app lets it go after a drain and when the process sits idle)."""
+        next (worker.celery.runtime lets it go after a drain and when the process sits idle)."""
         return self.piece_carry()
 
     def piece_carry(self) -> Carry:

@@ -104,7 +104,7 @@ class Settings(BaseSettings):
     #: about 9 KB per focus on the bench graphs (service.full_rebuild, docs/capacity.md).
     piece_carry_foci: int = Field(default=100_000, ge=0, le=10_000_000)
     #: A worker process lets that workspace go when no piece followed its last one for this long
-    #: (the run is over: a bulk-only worker would hold it until the next night; worker.idle).
+    #: (the run is over: a bulk-only worker would hold it until the next night; worker.celery.idle).
     piece_carry_idle_s: float = Field(default=60.0, gt=0, le=86_400)
 
     @field_validator("seeds", "layered_limits", "strategies", mode="before")

@@ -45,7 +45,7 @@ CDC_NOTES, CDC_FOCI, CDC_BURST = 10_000, 400, 2_000
 
 
 def _cdc_command() -> list[str]:
-    return [sys.executable, "-c", "from worker.cli import main; main()", "cdc"]
+    return [sys.executable, "-c", "from worker.cli.main import main; main()", "cdc"]
 
 
 def _follows(log: Path) -> bool:

@@ -48,7 +48,7 @@ def notification_latencies(bench: Bench, graph: Graph, svc: Services,
                            pairs: Sequence[tuple[int, int]], log: Path) -> dict[str, Any]:
     """ms from each commit to its notification (p50, p95, samples, timeouts)."""
     port = free_port()
-    command = [sys.executable, "-c", "from worker.cli import main; main()", "mcp", "--transport",
+    command = [sys.executable, "-c", "from worker.cli.main import main; main()", "mcp", "--transport",
                "http", "--port", str(port)]
     env = {**svc.env, "GRAPHRAG_READER_TOKEN": svc.token}
     with process_group(command, env, log, lambda: _listening(port), "graphrag mcp"):

@@ -11,7 +11,7 @@ the background, so the two should differ by noise only (``feed_bound_ratio_p50``
 
 Over HTTP, ``GET /notes/{id}/graph`` with the bearer token against ``graphrag serve`` on loopback,
 at a fixed request rate on one keep-alive connection, timed from send to full body; every other
-request is conditional and answered ``304`` (worker.conditional).
+request is conditional and answered ``304`` (worker.http.conditional).
 """
 
 from __future__ import annotations

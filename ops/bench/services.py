@@ -180,12 +180,12 @@ def service_env(bench: Bench, graph: Graph, broker_url: str, token: str, secret:
 def _serve_command(port: int) -> list[str]:
     script = Path(sys.executable).with_name("graphrag")
     head = [str(script)] if script.exists() else [sys.executable, "-c",
-                                                   "from worker.cli import main; main()"]
+                                                   "from worker.cli.main import main; main()"]
     return [*head, "serve", "--host", "127.0.0.1", "--port", str(port)]
 
 
 def worker_command(bench: Bench, concurrency: int = 2) -> list[str]:
-    return [sys.executable, "-m", "celery", "-A", "worker.app", "worker", "-Q", ",".join(QUEUES),
+    return [sys.executable, "-m", "celery", "-A", "worker.celery.app", "worker", "-Q", ",".join(QUEUES),
             "--concurrency", str(concurrency), "--loglevel=info", "--without-gossip",
             "--without-mingle", "--without-heartbeat", "-n", f"bench-{bench.run}-{concurrency}@%h"]
 

@@ -42,7 +42,7 @@ class Cdc:
     def start(self) -> Cdc:
         with self.log_path.open("ab") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-c", "from worker.cli import main; main()", "cdc", *self.args],
+                [sys.executable, "-c", "from worker.cli.main import main; main()", "cdc", *self.args],
                 env=self.env,
                 cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 start_new_session=True)

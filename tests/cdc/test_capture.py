@@ -193,7 +193,7 @@ def test_doughnut_2026_writes_reach_every_snapshot_without_a_webhook(
 
 # -- bad setup -------------------------------------------------------------------------------------
 def _cdc_once(env: dict[str, str]) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([sys.executable, "-c", "from worker.cli import main; main()", "cdc"],
+    return subprocess.run([sys.executable, "-c", "from worker.cli.main import main; main()", "cdc"],
                           env=worker_env(env), cwd=ROOT, capture_output=True, timeout=60)
 
 

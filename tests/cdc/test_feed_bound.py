@@ -27,7 +27,7 @@ from tests.cdc.site import Site, load_2026, running
 from tests.e2e.conftest import ROOT, wait_until, worker_env
 from tests.reliability.doughnut26 import Doughnut26
 from tests.reliability.support import figure
-from worker.server import build_http_app
+from worker.http.server import build_http_app
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.redis]
 
@@ -134,5 +134,5 @@ def test_retiring_change_capture_stops_the_wait_for_its_heartbeat(site: Site, ht
 
 
 def _cdc_command(site: Site, *args: str) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([sys.executable, "-c", "from worker.cli import main; main()", "cdc", *args],
-                          env=worker_env(site.env), cwd=ROOT, capture_output=True, timeout=60)
+    return subprocess.run([sys.executable, "-c", "from worker.cli.main import main; main()", "cdc",
+                           *args], env=worker_env(site.env), cwd=ROOT, capture_output=True, timeout=60)

@@ -8,9 +8,9 @@
   ``unacked``, bindings) carry no prefix. ``GRAPHRAG_TEST_BROKER_URL`` names one explicitly (then only
   kombu's own keys are deleted afterwards); otherwise the first *empty* database from 15 down to 8 is
   claimed with a marker key and flushed afterwards, while the marker is still ours.
-* Workers: ``python -m celery -A worker.app worker`` in a new session (process group) with the
+* Workers: ``python -m celery -A worker.celery.app worker`` in a new session (process group) with the
   settings in its environment; teardown stops every worker started, also when a test failed.
-* Webhook input (``test_webhook_*.py``): the real ASGI app from :func:`worker.http.create_app`
+* Webhook input (``test_webhook_*.py``): the real ASGI app from :func:`worker.http.app.create_app`
   under TestClient, enqueueing into a :class:`~tests.e2e.webhook_support.Recorder` and guarding
   replays on fakeredis (``server``, ``guard``, ``recorder``, ``client``); no worker.
 * The running system of ``test_worker_e2e.py`` and ``test_worker_sigkill.py`` (``broker_url``,
@@ -47,10 +47,10 @@ from tests.e2e.webhook_support import MAX_EVENTS, SECRET, TOKEN, Recorder, coord
 from tests.services.plugin import entered
 from tests.services.rabbitmq import rabbitmq_vhost
 from worker.compose import Wiring
-from worker.http import create_app
-from worker.server import build_http_app
+from worker.http.app import create_app
+from worker.http.server import build_http_app
+from worker.http.webhook import WebhookReceiver
 from worker.settings import load_settings
-from worker.webhook import WebhookReceiver
 
 if TYPE_CHECKING:
     from tests.e2e.worker_system import System
@@ -122,10 +122,10 @@ def broker_database(base_url: str) -> Iterator[str]:
 
 
 class Worker:
-    """One ``celery -A worker.app worker`` process group, logging to a file."""
+    """One ``celery -A worker.celery.app worker`` process group, logging to a file."""
 
     def __init__(self, env: dict[str, str], log_path: Path, *, concurrency: int = 2,
-                 app: str = "worker.app", queues: str = "realtime,bulk") -> None:
+                 app: str = "worker.celery.app", queues: str = "realtime,bulk") -> None:
         self.env, self.log_path = env, log_path
         self.name = f"e2e-{uuid.uuid4().hex[:8]}@%h"
         self.command = [

@@ -1,5 +1,5 @@
-"""The service's Celery app (``worker.app``, from the environment's settings) plus one poison task,
-for ``celery -A tests.e2e.poison_app worker`` in the RabbitMQ tests.
+"""The service's Celery app (``worker.celery.app``, from the environment's settings) plus one poison
+task, for ``celery -A tests.e2e.poison_app worker`` in the RabbitMQ tests.
 
 ``graphrag.test.die`` appends its pid to the file named by its argument, then SIGKILLs the process
 running it: a message no worker can ever finish, as one that crashes a C extension or runs out of
@@ -13,7 +13,7 @@ import signal
 
 from celery import Celery
 
-from worker.app import app
+from worker.celery.app import app
 
 __all__ = ["app", "die"]
 

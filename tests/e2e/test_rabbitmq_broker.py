@@ -1,8 +1,8 @@
 # mypy: disable-error-code="no-untyped-call"
 """The service on RabbitMQ (issue 15): what the Redis broker cannot do, proved with real processes.
 
-A worker of the service's own Celery app (``tests.e2e.poison_app``: ``worker.app`` plus a task that
-SIGKILLs its process) runs in a private vhost with ``GRAPHRAG_DELIVERY_LIMIT=1``:
+A worker of the service's own Celery app (``tests.e2e.poison_app``: ``worker.celery.app`` plus a task
+that SIGKILLs its process) runs in a private vhost with ``GRAPHRAG_DELIVERY_LIMIT=1``:
 
 * a message that kills its worker process is delivered ``limit + 1`` times, each to a fresh pool
   child, then RabbitMQ dead-letters it to ``realtime.parked`` (``x-death`` reason
@@ -32,7 +32,8 @@ from tests.e2e.conftest import Worker, wait_until, worker_env
 from tests.services.plugin import entered
 from tests.services.rabbitmq import rabbitmq_vhost
 from worker.broker import KombuQueueDepth, parking_queue
-from worker.celery_app import build_runtime, create_celery
+from worker.celery.runtime import build_runtime
+from worker.celery_app import create_celery
 from worker.settings import Settings, load_settings
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.redis]

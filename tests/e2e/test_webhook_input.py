@@ -1,6 +1,6 @@
 """``POST /webhooks/note-events`` input: what a delivery may carry, fast and without a worker.
 
-The real ASGI app from :func:`worker.http.create_app` is driven through FastAPI's TestClient, its
+The real ASGI app from :func:`worker.http.app.create_app` is driven through FastAPI's TestClient, its
 receiver enqueueing into a recording list. A signed delivery of up to a thousand well-formed events
 (and at most two mebibytes) is enqueued exactly once, events for unknown notes included; a malformed
 payload is refused with 400 and a reason, a too large one with 413. Every refused delivery leaves the
@@ -30,7 +30,7 @@ from tests.e2e.webhook_support import (
     post,
     signed,
 )
-from worker.webhook import MAX_BODY_BYTES
+from worker.http.webhook import MAX_BODY_BYTES
 
 
 # -- accepted ------------------------------------------------------------------------------------

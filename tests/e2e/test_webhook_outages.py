@@ -32,10 +32,10 @@ from tests.e2e.webhook_support import (
     signed,
 )
 from worker.celery_app import create_celery
-from worker.http import create_app
-from worker.server import celery_enqueuer
+from worker.enqueue import celery_enqueuer
+from worker.http.app import create_app
+from worker.http.webhook import WebhookReceiver
 from worker.settings import Settings
-from worker.webhook import WebhookReceiver
 
 
 # -- 503: the queue or the replay guard is down --------------------------------------------------

@@ -1,4 +1,4 @@
-"""``POST /webhooks/note-events`` outdates before it answers (``worker.server.outdating``).
+"""``POST /webhooks/note-events`` outdates before it answers (``worker.enqueue.outdating``).
 
 Before the 202, every snapshot showing an edited note is outdated, so no read after the answer serves
 the old note. Outdating runs before the enqueue, never for a refused delivery, and its failure never
@@ -34,12 +34,12 @@ from tests.e2e.webhook_support import (
     reader_on,
     signed,
 )
-from worker.http import create_app
-from worker.server import outdating
-from worker.webhook import WebhookReceiver
+from worker.enqueue import outdating
+from worker.http.app import create_app
+from worker.http.webhook import WebhookReceiver
 
 
-# -- outdating before the answer (worker.server.outdating, the server's enqueue) ------------------
+# -- outdating before the answer (worker.enqueue.outdating, the server's enqueue) ------------------
 def outdating_client(tmp_path: Path, guard: RedisCoordination, enqueue: Recorder,
                      outdate: Any) -> TestClient:
     engine = open_engine(f"sqlite:///{tmp_path / 'notes.db'}")

@@ -42,7 +42,7 @@ from tests.reliability.harness import SECRET, TOKEN, Broker, now_iso, post_event
 from tests.services.redis_cluster import ClusterInfo
 from tests.support import drain_lock_tokens
 from worker.compose import Wiring
-from worker.server import build_http_app
+from worker.http.server import build_http_app
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.redis]
 

@@ -1,9 +1,9 @@
 """End to end (issue 4): signed webhooks -> real Celery worker processes -> snapshots in real Redis,
 computed from a real MariaDB (the notebooks and the system: ``tests/e2e/worker_system.py``).
 
-The HTTP app (:func:`worker.server.build_http_app`) runs in-process under TestClient and enqueues to
-the real broker; the worker is ``celery -A worker.app worker``. Every test of the running system runs
-twice, once per broker: Redis, and RabbitMQ in a private vhost.
+The HTTP app (:func:`worker.http.server.build_http_app`) runs in-process under TestClient and enqueues
+to the real broker; the worker is ``celery -A worker.celery.app worker``. Every test of the running
+system runs twice, once per broker: Redis, and RabbitMQ in a private vhost.
 
 Each edit (a title, a delete, a restore, a move, events for unknown notes) is made as Doughnut makes
 it: the SQL change is committed, then the signed webhook is sent. The tests then poll Redis (bounded)
@@ -66,7 +66,7 @@ def test_an_edited_title_reaches_every_snapshot_that_showed_it(system: System) -
 
 def test_once_the_webhook_answered_no_read_serves_the_old_title(system: System) -> None:
     """The receiver outdates every snapshot showing the edited note before its 202
-    (worker.server.outdating) and the reader computes an outdated snapshot instead of serving it:
+    (worker.enqueue.outdating) and the reader computes an outdated snapshot instead of serving it:
     reads right after the answer, before the worker has rebuilt anything, show the new title."""
     system.settle()
     old, new = title(33), "Title-0033-v2"  # 33: a child of 4, the parent of 67-72

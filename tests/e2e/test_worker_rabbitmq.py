@@ -32,9 +32,10 @@ from tests.e2e.worker_system import hand_graph
 from tests.reliability.harness import SECRET, TOKEN, now_iso, post_events, settings_from
 from tests.reliability.support import graphrag
 from tests.services.rabbitmq import list_queues
-from worker.celery_app import create_celery, queue_size
+from worker.celery.runtime import queue_size
+from worker.celery_app import create_celery
 from worker.compose import Wiring
-from worker.server import build_http_app
+from worker.http.server import build_http_app
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.redis]
 

@@ -1,9 +1,9 @@
 """End to end: a worker SIGKILLed part-way through a drain loses no rebuild.
 
 On a running system of its own (``tests/e2e/worker_system.py``: real MariaDB, real Redis,
-``celery -A worker.app worker``), once per broker (Redis, and RabbitMQ in a private vhost), every note
-is edited at once and the worker is killed while a drain is part-way through the dirty set; an edit
-arrives while no worker runs. A new worker drains everything the old one left: every snapshot is
+``celery -A worker.celery.app worker``), once per broker (Redis, and RabbitMQ in a private vhost),
+every note is edited at once and the worker is killed while a drain is part-way through the dirty set;
+an edit arrives while no worker runs. A new worker drains everything the old one left: every snapshot is
 rebuilt after the edit, none of a deleted note comes back, and an audit of all of them finds none
 stale.
 """

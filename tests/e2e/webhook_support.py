@@ -27,7 +27,7 @@ from storage.profiles.doughnut_2025 import Doughnut2025 as NoteStore
 from storage.redis.cache import RedisCache
 from storage.redis.coordination import RedisCoordination
 from storage.redis.keys import Keys
-from worker.webhook import EnqueueFailed
+from worker.enqueue import EnqueueFailed
 
 SECRET = "whsec_" + base64.b64encode(os.urandom(32)).decode()
 OTHER_SECRET = "whsec_" + base64.b64encode(os.urandom(32)).decode()

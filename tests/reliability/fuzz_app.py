@@ -33,8 +33,8 @@ from storage.redis.cache import RedisCache as SnapshotStore
 from storage.sample import SAMPLE_FOCUS_IDS
 from tests.reliability.support import sample_rows
 from tests.wiring import NoteStore, coordination_of
-from worker.http import create_app
-from worker.webhook import WebhookReceiver
+from worker.http.app import create_app
+from worker.http.webhook import WebhookReceiver
 
 STRATEGIES = strategy_names("tree")
 

@@ -52,7 +52,7 @@ from tests.reliability.engines import AmqpLook, BrokerLook, Engines, Stranded, e
 from tests.support import drain_lock_tokens
 from tests.wiring import NoteStore, build_redis, build_service, build_snapshot_store, rebuild_notes
 from worker.celery_app import create_celery
-from worker.server import build_http_app
+from worker.http.server import build_http_app
 from worker.settings import Settings, load_settings
 
 SECRET = "whsec_" + base64.b64encode(os.urandom(32)).decode()
@@ -193,7 +193,7 @@ def background(target: Callable[[threading.Event], None], count: int = 1,
 @dataclass
 class Stack:
     """One MariaDB database, snapshots under a unique prefix, a private broker, workers (``celery -A
-    worker.app worker`` process groups) and the HTTP app in-process, on the ``engines`` chosen."""
+    worker.celery.app worker`` process groups) and the HTTP app in-process, on the ``engines`` chosen."""
 
     env: dict[str, str]
     settings: Settings

@@ -39,7 +39,7 @@ from tests.wiring import (
     build_snapshot_store,
     rebuild_notes,
 )
-from worker.server import build_http_app
+from worker.http.server import build_http_app
 from worker.settings import Settings
 
 

@@ -80,8 +80,9 @@ def cli_env(**overrides: str) -> dict[str, str]:
 
 def graphrag(*args: str, env: Mapping[str, str] | None = None, cwd: Path | None = None,
              timeout_s: float = 120) -> subprocess.CompletedProcess[bytes]:
-    """Run ``graphrag ARGS`` as a user would (``python -c "from worker.cli import main; main()"``)."""
-    code = "from worker.cli import main; main()"
+    """Run ``graphrag ARGS`` as a user would
+    (``python -c "from worker.cli.main import main; main()"``)."""
+    code = "from worker.cli.main import main; main()"
     return subprocess.run([sys.executable, "-c", code, *args], capture_output=True,
                           timeout=timeout_s, env=dict(env) if env is not None else cli_env(),
                           cwd=cwd or ROOT, stdin=subprocess.DEVNULL)

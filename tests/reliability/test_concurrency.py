@@ -70,7 +70,7 @@ from tests.wiring import (
     rebuild_notes,
     wall_ms,
 )
-from worker.celery_app import create_celery
+from worker.celery.runtime import worker_app
 from worker.refresh import BackgroundRefresher
 from worker.settings import Settings
 
@@ -355,7 +355,7 @@ def test_a_drain_whose_batch_outlasts_the_drain_lock_ends_cleanly() -> None:
     """The full-size run's interleaving, scaled down: a 0.3 s lock and batches of 0.4 s."""
     rows = generated_rows(12, random.Random(1))
     with in_process(rows, CELERY_BROKER_URL="memory://") as r:
-        celery = create_celery(r.settings)  # the tasks' app (its queue lives in this process)
+        celery = worker_app(r.settings)  # the tasks' app (its queue lives in this process)
         previous = runtime_module._factory
 
         def slow(ids: Iterable[int]) -> RebuildReport:

@@ -56,7 +56,7 @@ from tests.reliability.support import (
     sized,
 )
 from tests.wiring import NoteStore, coordination_of
-from worker.http import create_app
+from worker.http.app import create_app
 
 STRATEGIES = strategy_names("tree")
 

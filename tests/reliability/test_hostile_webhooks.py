@@ -31,7 +31,7 @@ from service.note_event import EVENT_TYPES
 from tests.reliability.fuzz_app import MAX_EVENTS, SECRET, WEBHOOK, Fuzz
 from tests.reliability.fuzz_app import fuzz as fuzz  # a module fixture
 from tests.reliability.support import figure, sized
-from worker.webhook import MAX_BODY_BYTES
+from worker.http.webhook import MAX_BODY_BYTES
 
 WEBHOOK_FUZZ = sized(ci=300, full=3_000)
 OTHER_SECRET = "whsec_" + base64.b64encode(os.urandom(32)).decode()

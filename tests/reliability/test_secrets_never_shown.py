@@ -36,7 +36,7 @@ from tests.conftest import url_string
 from tests.reliability.select_only_user import Restricted, redis_url
 from tests.reliability.select_only_user import restricted as restricted  # a module fixture
 from tests.reliability.support import ROOT, cli_env, graphrag, sized
-from worker.server import build_http_app
+from worker.http.server import build_http_app
 from worker.settings import load_settings
 
 pytestmark = pytest.mark.mariadb
@@ -228,7 +228,7 @@ def _free_port() -> int:
 def test_a_serving_process_never_shows_secrets() -> None:
     port = _free_port()
     env = cli_env(**SECRETS.env(GRAPHRAG_TOKEN_COUNTER="chars"))
-    code = "from worker.cli import main; main()"
+    code = "from worker.cli.main import main; main()"
     proc = subprocess.Popen([sys.executable, "-c", code, "serve", "--port", str(port)], env=env,
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             stdin=subprocess.DEVNULL)

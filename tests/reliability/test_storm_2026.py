@@ -48,7 +48,7 @@ from tests.reliability.support import figure, sized
 from tests.storage.wiki_rows import random_graph, table_rows
 from worker.celery_app import create_celery
 from worker.compose import Wiring
-from worker.server import build_http_app
+from worker.http.server import build_http_app
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.redis]
 

@@ -148,6 +148,6 @@ def test_unwatched_tables_and_empty_transactions_give_nothing() -> None:
     ("gtid:0-1-1", "file:bin.000001:4", (None, None)),
 ])
 def test_the_lag_between_two_positions(ours: str, server: str, expected: tuple[Any, Any]) -> None:
-    from worker.cdc_lag import distance
+    from worker.cdc.lag import distance
 
     assert distance(ours, server) == expected

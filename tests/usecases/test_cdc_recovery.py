@@ -1,6 +1,6 @@
-"""Change capture's recovery from a purged log position (worker.cdc): the server's current position
-is read *before* the full rebuild is queued, so an edit committed in between is either in the log
-read from that position or committed before the run starts, never neither. Fast: the log and the
+"""Change capture's recovery from a purged log position (worker.cdc.capture): the server's current
+position is read *before* the full rebuild is queued, so an edit committed in between is either in the
+log read from that position or committed before the run starts, never neither. Fast: the log and the
 server are stand-ins; tests/cdc/test_capture.py runs the same path against a real binlog server."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 
 from storage.binlog import BinlogPosition, PositionPurged
 from storage.memory import MemoryPositions
-from worker import cdc
+from worker.cdc import capture as cdc
 
 OLD, NEW = BinlogPosition(file="bin.000001", offset=4), BinlogPosition(file="bin.000002", offset=4)
 

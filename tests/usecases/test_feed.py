@@ -19,7 +19,7 @@ from service.feed import FeedGuard
 from service.reader import ReaderConfig, SnapshotReader
 from storage.memory import MemoryFeedHeartbeat
 from tests.usecases.conftest import MAX_LIMIT, SEEDS, STRATEGIES, World
-from worker.cdc_lag import Lag, reached
+from worker.cdc.lag import Lag, reached
 from worker.feed_watch import FeedWatch
 
 BOUND_MS = 10_000

@@ -22,8 +22,8 @@ from mcp_types import ResourceUpdatedNotification
 from graphrag import InvalidParameter, NoteNotFound
 from storage.memory import MemoryState
 from storage.memory_changes import MemoryChanges
-from worker.mcp_resources import NoteResource, parse_uri
-from worker.mcp_server import build_server
+from worker.mcp.resources import NoteResource, parse_uri
+from worker.mcp.server import build_server
 
 URI = "doughnut://notes/5/context?tokenLimit=100"
 MD_URI = URI + "&format=markdown"

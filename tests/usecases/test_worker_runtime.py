@@ -1,7 +1,7 @@
-"""A worker process's runtime (worker.celery_app.runtime_of) carries a full rebuild's workspace
+"""A worker process's runtime (worker.celery.runtime.runtime_of) carries a full rebuild's workspace
 from one ``rebuild_piece`` to the next, lets it go when a drain comes (an event moved the edit
-``seq``) and when the process sat idle after its last piece (worker.idle), and never holds one for
-a carry bound of 0. Over in-memory ports, in seconds."""
+``seq``) and when the process sat idle after its last piece (worker.celery.idle), and never holds
+one for a carry bound of 0. Over in-memory ports, in seconds."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from celery import Celery
 from service.carry import Carry
 from tests.reliability.harness import settings_from
 from tests.usecases.conftest import LAYERED_LIMITS, MAX_LIMIT, SEEDS, STRATEGIES, World
-from worker.celery_app import runtime_of
+from worker.celery.idle import IdleRelease
+from worker.celery.runtime import runtime_of
 from worker.compose import Wiring
-from worker.idle import IdleRelease
 
 WAIT_S = 10.0  # an upper bound for a timer to fire, never a measured duration
 

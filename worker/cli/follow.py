@@ -1,6 +1,6 @@
 """``graphrag context NOTE_ID --follow``: the context printed again each time its bytes change.
 
-The same mechanism as MCP subscriptions (:mod:`worker.mcp_watch`), for a person at a terminal: the
+The same mechanism as MCP subscriptions (:mod:`worker.mcp.watch`), for a person at a terminal: the
 note is watched through :class:`service.ports.ChangeListener`; on news of a write of its snapshot
 (or once the watch took effect, or after a lost connection) the context is read again through the
 reader and yielded only if its bytes differ from the last ones yielded. A rebuild that wrote the

@@ -26,10 +26,10 @@ without it. The server is the SDK's low-level ``Server``, so its tool list is wr
 not derived from Python signatures.
 
 With a change listener, each note's context is also a resource agents read and subscribe to
-(:mod:`worker.mcp_subscriptions`). This module holds the server itself (arguments, tool list,
+(:mod:`worker.mcp.subscriptions`). This module holds the server itself (arguments, tool list,
 results, calls) and the ``graphrag mcp`` process; what the tools read through is
-:mod:`worker.mcp_source`, the texts agents see :mod:`worker.mcp_texts`, and the HTTP transport's
-gate :mod:`worker.mcp_http`.
+:mod:`worker.mcp.source`, the texts agents see :mod:`worker.mcp.texts`, and the HTTP transport's
+gate :mod:`worker.mcp.http`.
 """
 
 from __future__ import annotations
@@ -58,11 +58,11 @@ from graphrag import GraphRagError, InvalidParameter
 from graphrag.core.errors import ConfigurationError
 from service.ports import SnapshotChanges
 from worker.compose import Wiring
-from worker.mcp_errors import error_text
-from worker.mcp_http import http_app
-from worker.mcp_source import Answer, ContextSource, ReaderContext
-from worker.mcp_subscriptions import Resources
-from worker.mcp_texts import NOTE_ID_DESCRIPTION, TEXTS_2025, TEXTS_2026, ToolTexts, texts_for
+from worker.mcp.errors import error_text
+from worker.mcp.http import http_app
+from worker.mcp.source import Answer, ContextSource, ReaderContext
+from worker.mcp.subscriptions import Resources
+from worker.mcp.texts import NOTE_ID_DESCRIPTION, TEXTS_2025, TEXTS_2026, ToolTexts, texts_for
 from worker.refresh import BackgroundRefresher
 from worker.settings import load_settings
 
@@ -157,7 +157,7 @@ def build_server(source: ContextSource,
     """The MCP server over ``source``; ``texts`` are Doughnut's texts for the database's profile,
     or how to find them (asked at the first listing, so a server may start while the database is
     down; until it answers, today's texts are listed). With ``changes``, each note's context is
-    also a resource agents can read and subscribe to (:mod:`worker.mcp_subscriptions`)."""
+    also a resource agents can read and subscribe to (:mod:`worker.mcp.subscriptions`)."""
     known: list[ToolTexts] = [texts] if isinstance(texts, ToolTexts) else []
 
     def current() -> ToolTexts:
@@ -211,7 +211,7 @@ async def _call(fetch: Callable[[int, int], Answer], tool: str,
         answer = await anyio.to_thread.run_sync(fetch, note_id, token_limit)
     except _Refused as refused:
         return _error_result(str(refused))
-    except GraphRagError as err:  # one line, as Doughnut's MCP server says it (worker.mcp_errors)
+    except GraphRagError as err:  # one line, as Doughnut's MCP server says it (worker.mcp.errors)
         return _error_result(error_text(err, texts, tool, arguments))
     except Exception:
         log.exception("tool call failed")
@@ -219,7 +219,7 @@ async def _call(fetch: Callable[[int, int], Answer], tool: str,
     return _answer_result(answer)
 
 
-# -- transports (streamable HTTP: worker.mcp_http) -----------------------------------------------
+# -- transports (streamable HTTP: worker.mcp.http) -----------------------------------------------
 async def _serve_stdio(server: Server[Any]) -> None:
     async with stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())

@@ -9,7 +9,7 @@ accepted once (409 on a replay). Payload::
 
 202 once enqueued; 503 when the queue (or the replay guard) is unreachable, so the sender retries.
 The server's enqueue also outdates, with Redis alone, the snapshots that show an edited note
-(:func:`worker.server.outdating`): from the answer on, no read serves that note's old text.
+(:func:`worker.enqueue.outdating`): from the answer on, no read serves that note's old text.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 from graphrag import GraphRagError
 from service.note_event import EVENT_TYPES, SUBJECTS
 from service.ports import Coordination
+from worker.enqueue import EnqueueFailed
 
 __all__ = ["MAX_BODY_BYTES", "WebhookReceiver"]
 
@@ -76,10 +77,6 @@ class _Payload(BaseModel):
 class Reply:
     status: int
     body: dict[str, Any]
-
-
-class EnqueueFailed(Exception):
-    """The broker did not take the message."""
 
 
 def _reason(err: ValidationError) -> str:

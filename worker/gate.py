@@ -7,7 +7,7 @@ not even the token's length leaks. A refused request gets 401 with ``WWW-Authent
 ``{"error": "missing or wrong bearer token"}``; a refused websocket is closed without being
 accepted. Only the lifespan events, the ``public`` paths (health, metrics, the signed webhook, the
 API's description) and the ``open_paths`` (a pattern: Doughnut's own context paths, which check
-Doughnut's user tokens themselves, worker.doughnut_paths) pass unchecked; with no token at all
+Doughnut's user tokens themselves, worker.http.doughnut_paths) pass unchecked; with no token at all
 (``GRAPHRAG_READER_AUTH=doughnut``) nothing else passes. An empty token is refused when the gate is
 built, never at a request.
 """

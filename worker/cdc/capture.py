@@ -13,7 +13,7 @@ started. Then the invariants:
   position after it stored (``<prefix>:cdc:position``, no TTL). After any crash the log is read again
   from the stored boundary: a transaction may be enqueued twice, which only marks foci dirty twice.
 * **Reads are fresh at once.** Before a transaction's events are enqueued, every snapshot showing
-  a note it changed is outdated (:func:`worker.server.outdating`, Redis only), so the reader computes
+  a note it changed is outdated (:func:`worker.enqueue.outdating`, Redis only), so the reader computes
   those instead of serving them, and no worker can take the event before that bump.
 * **What row images cannot describe is rebuilt.** A DDL or TRUNCATE of a watched table, a
   statement-logged change, or a stored position the server has purged → a logged full rebuild
@@ -49,10 +49,10 @@ from storage.binlog import (
     stream,
 )
 from storage.redis.positions import RedisFeedHeartbeat, RedisPositions
-from worker.cdc_lag import watched_lag
+from worker.cdc.lag import watched_lag
 from worker.celery_app import create_celery
 from worker.compose import Wiring
-from worker.server import celery_enqueuer, outdating
+from worker.enqueue import celery_enqueuer, outdating
 from worker.settings import Settings
 
 __all__ = ["Capture", "run_cdc"]

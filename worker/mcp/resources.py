@@ -3,7 +3,7 @@
 ``doughnut://notes/{noteId}/context?tokenLimit={n}`` is the JSON ``get_note_graph`` answers for the
 note and limit (``application/json``); ``&format=markdown`` the markdown
 ``get_note_context_markdown`` answers (``text/markdown``). Both are read through the same
-:class:`worker.mcp_source.ContextSource` as the tools, so a resource's bytes are the tool's bytes and
+:class:`worker.mcp.source.ContextSource` as the tools, so a resource's bytes are the tool's bytes and
 follow the same rules (cache, stale or live; the same refusals). The URI is parsed strictly: any other
 scheme, path, parameter or a tokenLimit that is not a whole number above 5 is refused with a message
 naming what is wrong, never guessed at, and so is another spelling of a valid URI (parameters in
@@ -21,7 +21,7 @@ from urllib.parse import parse_qsl, urlsplit
 import mcp_types as types
 
 from graphrag import InvalidParameter
-from worker.mcp_source import Answer, ContextSource
+from worker.mcp.source import Answer, ContextSource
 
 __all__ = [
     "JSON_TEMPLATE", "MARKDOWN_TEMPLATE", "NoteResource", "answer", "digest", "parse_uri", "read",

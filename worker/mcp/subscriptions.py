@@ -10,7 +10,7 @@
   standing stream. A refused subscription is an error naming the cause.
 
 Either way a subscription first reads the resource, with the rules of a read, and a notification
-is sent only when the resource's bytes changed (:mod:`worker.mcp_watch`), compared once more after
+is sent only when the resource's bytes changed (:mod:`worker.mcp.watch`), compared once more after
 the subscription is registered so a change made meanwhile is not lost. A URI is taken only in its
 canonical form (the form the templates produce), so the URIs a client gave are the URIs it is
 notified of. A stream or session that ends takes its subscriptions with it (a session's on the
@@ -35,9 +35,9 @@ from mcp.shared.exceptions import MCPError
 
 from graphrag import GraphRagError, InvalidParameter, NoteNotFound
 from service.ports import SnapshotChanges
-from worker.mcp_resources import NoteResource, parse_uri, read, templates
-from worker.mcp_source import ContextSource
-from worker.mcp_watch import ResourceWatch
+from worker.mcp.resources import NoteResource, parse_uri, read, templates
+from worker.mcp.source import ContextSource
+from worker.mcp.watch import ResourceWatch
 
 __all__ = ["RESOURCE_NOT_FOUND", "Resources"]
 

@@ -30,8 +30,8 @@ import anyio.to_thread
 from graphrag import GraphRagError, NoteNotFound
 from graphrag.core.errors import CacheUnavailable
 from service.ports import ChangeListener
-from worker.mcp_resources import NoteResource, answer, digest
-from worker.mcp_source import ContextSource
+from worker.mcp.resources import NoteResource, answer, digest
+from worker.mcp.source import ContextSource
 
 __all__ = ["ResourceWatch"]
 

@@ -6,12 +6,12 @@
   in the notebook owner's view (``?viewer=`` for another user), errors in the service's own shape;
 * ``doughnut``: as Doughnut answers them. The bearer token is one of Doughnut's own access tokens
   (``user_token``, service.users), the answer is that user's view or Doughnut's refusal, in
-  Doughnut's order and with Doughnut's bodies (service.doughnut_api, worker.doughnut_errors); the
+  Doughnut's order and with Doughnut's bodies (service.doughnut_api, service.doughnut_errors); the
   service's own paths keep the shared token;
 * ``both``: the shared token reads as in ``shared`` (the main app, ``graphrag mcp``); any other
   bearer, or none, as in ``doughnut``.
 
-The shared token is compared as the gate compares it (worker.bearer: SHA-256 digests, constant time).
+The shared token is compared as the gate compares it (worker.gate: SHA-256 digests, constant time).
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ from fastapi import Request as HttpRequest
 from fastapi.responses import Response
 
 from service.doughnut_api import DoughnutRead, Refusal, answer
+from service.doughnut_errors import body_of
 from service.reader import Served, SnapshotReader
 from service.users import TokenBook
-from worker.bearer import carries, digest_of
-from worker.doughnut_errors import body_of
+from worker.gate import carries, digest_of
 
 __all__ = ["AUTH_MODES", "DoughnutAuth", "DoughnutQuery", "install"]
 

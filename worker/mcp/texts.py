@@ -7,7 +7,7 @@ agent that knows Doughnut's tool must meet the same words here. Doughnut changed
 two eras, and a server lists the texts of the era whose JSON its strategy computes
 (:func:`texts_for`): the tree model's result (2025) or the wiki model's focus context (2026). The
 markdown tool is this service's own; its description promises the same notes as ``get_note_graph``.
-Plain strings only: :mod:`worker.mcp_server` builds the SDK's tool list from them.
+Plain strings only: :mod:`worker.mcp.server` builds the SDK's tool list from them.
 """
 
 from __future__ import annotations

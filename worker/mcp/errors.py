@@ -4,7 +4,7 @@ Doughnut's MCP server (``mcp-server/`` at b2c0268c09) passes every backend error
 ``ERROR: <prefix>: <the error body as JSON>`` (``Focus context retrieval error`` today; the body gets
 a ``status`` member when it has none). So for today's Doughnut a tool says, for the same case, what
 Doughnut's own server would: the body Doughnut's backend answers on its path
-(worker.doughnut_errors: a note id or tokenLimit that is no whole number, a note with no row, a
+(service.doughnut_errors: a note id or tokenLimit that is no whole number, a note with no row, a
 note its owner's view may not read), after Doughnut's prefix. An error Doughnut has no answer for
 (nothing can compute the context: 503) keeps this service's body, with its status. The 2025 era's
 tools keep the HTTP reader's error body after that era's prefix.
@@ -21,8 +21,8 @@ import orjson
 from graphrag import GraphRagError, InvalidParameter, NoteNotFound
 from graphrag.core.errors import Forbidden
 from service.doughnut_api import Refusal
-from worker.doughnut_errors import body_of
-from worker.mcp_texts import TEXTS_2026, ToolTexts
+from service.doughnut_errors import body_of
+from worker.mcp.texts import TEXTS_2026, ToolTexts
 
 __all__ = ["error_text"]
 

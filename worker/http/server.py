@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from typing import Any
 
 from celery import Celery
 from fastapi import FastAPI
-from kombu.exceptions import OperationalError
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from graphrag import GraphRagError
@@ -18,17 +16,14 @@ from service.metrics import ReaderMetrics
 from service.ports import NoteSource, SnapshotCache
 from worker.celery_app import create_celery
 from worker.compose import Wiring
-from worker.doughnut_paths import DoughnutAuth
-from worker.http import create_app
+from worker.enqueue import celery_enqueuer, outdating
+from worker.http.app import create_app
+from worker.http.doughnut_paths import DoughnutAuth
+from worker.http.webhook import WebhookReceiver
 from worker.refresh import BackgroundRefresher
 from worker.settings import Settings
-from worker.webhook import EnqueueFailed, WebhookReceiver
 
-__all__ = ["build_http_app", "celery_enqueuer", "health_of", "outdating"]
-
-log = logging.getLogger("graphrag.server")
-#: Hands a delivery's events on to the event task (raises EnqueueFailed when it cannot).
-Enqueue = Callable[[list[dict[str, Any]]], None]
+__all__ = ["build_http_app", "health_of"]
 
 
 def health_of(store: SnapshotCache, source: NoteSource,
@@ -90,42 +85,3 @@ def build_http_app(
     return create_app(reader, reader_token=token or None, registry=registry, webhook=webhook,
                       health=health_of(wiring.cache, wiring.source, wiring.feed.reason),
                       doughnut=auth)
-
-
-def celery_enqueuer(celery: Celery) -> Enqueue:
-    """Send the events task by name; a broker that does not take it raises EnqueueFailed."""
-
-    def enqueue(events: list[dict[str, Any]]) -> None:
-        try:
-            celery.send_task("graphrag.process_events", args=[events], queue="realtime",
-                             retry=False)
-        except (OperationalError, OSError) as err:
-            raise EnqueueFailed(f"broker unavailable: {err.__class__.__name__}") from err
-
-    return enqueue
-
-
-def outdating(enqueue: Enqueue, outdate: Callable[[list[int]], object]) -> Enqueue:
-    """``outdate`` the notes the events name (service.events.outdate_shown: every snapshot showing
-    one becomes outdated, which the reader computes instead of serving), then ``enqueue``: once the
-    webhook has answered, or change capture has handed on a transaction, no read shows an edited
-    note's old text.
-
-    Outdating comes first so that it precedes the event task, which bumps and marks dirty the
-    whole affected set: after it, a worker may already have taken the event's foci, and its
-    writes would then be refused by this bump and redone (service.rebuild) — correct, but a
-    rebuild wasted. The edit is committed in Doughnut's database either way, so a delivery the
-    broker refuses (503, the sender retries) outdates too. Best effort: a failure is logged and
-    the event task bumps them anyway."""
-
-    def outdate_then_enqueue(events: list[dict[str, Any]]) -> None:
-        ids = [e["noteId"] for e in events if e.get("noteId") is not None]
-        if ids:
-            try:
-                outdate(ids)
-            except Exception:  # best effort: the event task outdates them too
-                log.exception("could not outdate the snapshots of %d edited notes at once (their "
-                              "event task will)", len(ids))
-        enqueue(events)
-
-    return outdate_then_enqueue

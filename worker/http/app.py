@@ -1,12 +1,12 @@
 """The HTTP surface: Doughnut's GraphRAGResult from snapshots, health and metrics.
 
-``POST /webhooks/note-events`` takes Doughnut's signed note-edit events (:mod:`worker.webhook`).
+``POST /webhooks/note-events`` takes Doughnut's signed note-edit events (:mod:`worker.http.webhook`).
 ``GET /notes/{id}/graph?tokenLimit=&seed=&strategy=`` and Doughnut's own path
 ``GET /api/notes/{id}/graph?tokenLimit=N`` answer the result JSON exactly, with
 ``X-Graphrag-Source: cache|stale|live`` and ``X-Graphrag-Age: <seconds>`` (and, while the change
 feed is behind and snapshots are not trusted, ``X-Graphrag-Reason: <why>``; service.feed), and the
 validators of a conditional read (a strong ``ETag``, ``Last-Modified``; ``If-None-Match`` naming
-the answer gives ``304`` with no body: worker.conditional). Both need
+the answer gives ``304`` with no body: worker.http.conditional). Both need
 ``Authorization: Bearer <GRAPHRAG_READER_TOKEN>`` (compared in constant time). Bad parameters give
 400 with a JSON body naming the parameter, an unknown or deleted note 404, no snapshot and no
 database 503; no response ever carries a traceback.
@@ -30,11 +30,11 @@ from graphrag import DatabaseUnavailable, GraphRagError, InvalidParameter, NoteN
 from graphrag.core.errors import CacheUnavailable, Forbidden, Unavailable
 from graphrag.wiki.model import Viewer
 from service.reader import Served, SnapshotReader
-from worker.bearer import BearerGate
-from worker.conditional import validators
-from worker.doughnut_paths import PATHS as DOUGHNUT_PATHS
-from worker.doughnut_paths import DoughnutAuth, DoughnutQuery, install
-from worker.webhook import MAX_BODY_BYTES, WebhookReceiver
+from worker.gate import BearerGate
+from worker.http.conditional import validators
+from worker.http.doughnut_paths import PATHS as DOUGHNUT_PATHS
+from worker.http.doughnut_paths import DoughnutAuth, DoughnutQuery, install
+from worker.http.webhook import MAX_BODY_BYTES, WebhookReceiver
 
 __all__ = ["create_app"]
 
@@ -78,7 +78,7 @@ def create_app(
 ) -> FastAPI:
     """The ASGI app. ``health`` reports each dependency as ``"ok"`` or a reason; without a
     ``webhook`` receiver (no secret configured) the webhook route answers 503. ``doughnut``: how
-    Doughnut's own paths authenticate (worker.doughnut_paths; default: the shared token). Without
+    Doughnut's own paths authenticate (worker.http.doughnut_paths; default: the shared token). Without
     a ``reader_token`` (``GRAPHRAG_READER_AUTH=doughnut`` only) the service's own paths refuse
     every request."""
     auth = doughnut or DoughnutAuth("shared")

@@ -6,7 +6,7 @@ is one request). A handshake-era client (up to 2025-11-25) gets a session (``Mcp
 kept in this process, because ``resources/subscribe`` needs one: route those clients to one replica
 (sticky sessions); after a restart their session is unknown (404) and they start a new one.
 
-The reader's own gate (:mod:`worker.bearer`) stands in front of the SDK's app with no public path:
+The reader's own gate (:mod:`worker.gate`) stands in front of the SDK's app with no public path:
 every request, whatever its path, needs ``Bearer <GRAPHRAG_READER_TOKEN>``.
 """
 
@@ -17,7 +17,7 @@ from typing import Any
 from mcp.server import Server
 from starlette.types import ASGIApp
 
-from worker.bearer import BearerGate
+from worker.gate import BearerGate
 
 __all__ = ["http_app"]
 

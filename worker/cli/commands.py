@@ -1,4 +1,4 @@
-"""What the ``graphrag`` commands do, imported only when a command runs (:mod:`worker.cli`)."""
+"""What the ``graphrag`` commands do, imported only when a command runs (:mod:`worker.cli.main`)."""
 
 from __future__ import annotations
 
@@ -84,8 +84,8 @@ def follow_context(note_id: int, *, database_url: str | None, strategy: str | No
                    seed: int | None, token_limit: int | None, viewer: int | None,
                    fmt: str, until: Callable[[], bool]) -> Iterator[bytes]:
     """What ``graphrag context --follow`` prints: the context through the reader, now and each time
-    its bytes change (:mod:`worker.follow`)."""
-    from worker.follow import follow
+    its bytes change (:mod:`worker.cli.follow`)."""
+    from worker.cli.follow import follow
 
     wiring = Wiring(load_settings(database_url=database_url))
     reader, who = wiring.reader(), None if viewer is None else Viewer(user_id=viewer)
@@ -272,7 +272,7 @@ def run_cdc_command(loglevel: str, metrics_port: int | None = None) -> None:
     import signal
     import threading
 
-    from worker.cdc import run_cdc
+    from worker.cdc.capture import run_cdc
 
     logging.basicConfig(level=loglevel.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     stop = threading.Event()

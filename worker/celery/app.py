@@ -1,4 +1,6 @@
-"""``celery -A worker.app worker|beat``: the Celery app built from the environment's settings."""
+"""``celery -A worker.celery.app worker|beat``: the worker's Celery app built from the environment's
+settings (:func:`worker.celery.runtime.worker_app`: the app every process sees, with the tasks'
+runtime registered)."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ import sys
 from celery import Celery
 
 from graphrag.core.errors import ConfigurationError
-from worker.celery_app import create_celery
+from worker.celery.runtime import worker_app
 from worker.settings import load_settings
 
 __all__ = ["app"]
@@ -15,7 +17,7 @@ __all__ = ["app"]
 
 def _load() -> Celery:
     try:
-        return create_celery(load_settings())
+        return worker_app(load_settings())
     except ConfigurationError as err:
         print(f"error: {err}", file=sys.stderr)
         raise SystemExit(2) from err

@@ -1,7 +1,7 @@
 """The ``graphrag`` command line. Errors print one line on stderr and exit non-zero.
 
 Only click and the pure package are imported up front, so ``graphrag --help`` and argument errors
-answer at once; each command imports what it needs when it runs (:mod:`worker.commands`).
+answer at once; each command imports what it needs when it runs (:mod:`worker.cli.commands`).
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ def context(note_id: int, live: bool, database_url: str | None, strategy: str | 
             now: str | None, pretty: bool, viewer: int | None, max_depth: int | None,
             fmt: str, follow: bool) -> None:
     """Print the context of NOTE_ID (from its snapshot, or computed with --live)."""
-    from worker.commands import context_bytes
+    from worker.cli.commands import context_bytes
 
     for value, hint in ((now, "--now"), (max_depth, "--max-depth")):
         if value is not None and not live:
@@ -111,7 +111,7 @@ def _follow(note_id: int, *, pretty: bool, **ask: Any) -> None:
     import signal
     import threading
 
-    from worker.commands import follow_context
+    from worker.cli.commands import follow_context
 
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -152,7 +152,7 @@ def _print_context(result: bytes, fmt: str, pretty: bool) -> None:
 def rebuild(note_ids: tuple[int, ...], everything: bool, queued: bool, status: bool,
             database_url: str | None) -> None:
     """Compute and store the snapshots of NOTE_IDs (or --all) for every configured seed/strategy."""
-    from worker import commands
+    from worker.cli import commands
 
     if status:
         commands.print_status(database_url)
@@ -174,7 +174,7 @@ def serve(host: str, port: int, database_url: str | None) -> None:
     """Serve results over HTTP (needs GRAPHRAG_READER_TOKEN)."""
     import uvicorn
 
-    from worker.server import build_http_app
+    from worker.http.server import build_http_app
     from worker.settings import load_settings
 
     settings = load_settings(database_url=database_url)
@@ -190,7 +190,7 @@ def serve(host: str, port: int, database_url: str | None) -> None:
 def mcp(transport: str, host: str, port: int) -> None:
     """Serve the snapshots to LLM agents over MCP: get_note_graph and get_note_context_markdown
     (http needs GRAPHRAG_READER_TOKEN as a bearer token)."""
-    from worker.mcp_server import main as serve_mcp
+    from worker.mcp.server import main as serve_mcp
 
     sys.exit(serve_mcp(["--transport", transport, "--host", host, "--port", str(port)]))
 
@@ -208,7 +208,7 @@ def compare_command(note_ids: tuple[int, ...], database_url: str | None, token_l
                     seed: int | None, token_counter: str | None, now: str | None, fmt: str) -> None:
     """Run every strategy of the database's model on the same notes and show what switching
     strategy would change."""
-    from worker.commands import compare_report
+    from worker.cli.commands import compare_report
 
     output = compare_report(note_ids, database_url=database_url, token_limit=token_limit,
                             seed=seed, token_counter=token_counter, now=now, fmt=fmt)
@@ -224,14 +224,14 @@ def compare_command(note_ids: tuple[int, ...], database_url: str | None, token_l
 @click.option("--loglevel", default="info", show_default=True)
 @reports_errors
 def worker(concurrency: int, queues: str, loglevel: str) -> None:
-    """Run a Celery worker (same as `celery -A worker.app worker`, after checking the broker)."""
+    """Run a Celery worker (same as `celery -A worker.celery.app worker`, after checking the broker)."""
     from worker.broker import check_broker
-    from worker.celery_app import create_celery
+    from worker.celery.runtime import worker_app
     from worker.settings import load_settings
 
     settings = load_settings()
     check_broker(settings.broker_url)
-    celery = create_celery(settings)
+    celery = worker_app(settings)
     celery.worker_main(["worker", f"--concurrency={concurrency}", f"--queues={queues}",
                         f"--loglevel={loglevel}"])
 
@@ -246,7 +246,7 @@ def worker(concurrency: int, queues: str, loglevel: str) -> None:
 @reports_errors
 def cdc(loglevel: str, metrics_port: int | None, forget: bool) -> None:
     """Follow the database's binary log and enqueue the events of every committed change."""
-    from worker.commands import forget_cdc, run_cdc_command
+    from worker.cli.commands import forget_cdc, run_cdc_command
 
     if forget:
         click.echo(forget_cdc())
@@ -258,15 +258,15 @@ def cdc(loglevel: str, metrics_port: int | None, forget: bool) -> None:
 @click.option("--loglevel", default="info", show_default=True)
 @reports_errors
 def beat(loglevel: str) -> None:
-    """Run the single-instance scheduler (same as `celery -A worker.app beat`, after checking the
+    """Run the single-instance scheduler (same as `celery -A worker.celery.app beat`, after checking the
     broker)."""
     from worker.broker import check_broker
-    from worker.celery_app import create_celery
+    from worker.celery.runtime import worker_app
     from worker.settings import load_settings
 
     settings = load_settings()
     check_broker(settings.broker_url)
-    create_celery(settings).start(["beat", f"--loglevel={loglevel}"])
+    worker_app(settings).start(["beat", f"--loglevel={loglevel}"])
 
 
 @main.command()
@@ -276,7 +276,7 @@ def beat(loglevel: str) -> None:
 @reports_errors
 def audit(sample: int, rng_seed: int | None, database_url: str | None) -> None:
     """Recompute a sample of snapshots live; report the stale fraction and the worst."""
-    from worker.commands import audit_lines
+    from worker.cli.commands import audit_lines
 
     for line in audit_lines(sample, rng_seed, database_url):
         click.echo(line)
@@ -299,7 +299,7 @@ schema_option = click.option(
 @reports_errors
 def db_init(database_url: str | None, schema: str) -> None:
     """Create Doughnut-shaped tables if none exist."""
-    from worker.commands import init_database
+    from worker.cli.commands import init_database
 
     click.echo(init_database(database_url, schema), err=True)
 
@@ -310,6 +310,6 @@ def db_init(database_url: str | None, schema: str) -> None:
 @reports_errors
 def db_load_sample(database_url: str | None, schema: str) -> None:
     """Fill an empty database with the bundled sample notebooks."""
-    from worker.commands import load_sample
+    from worker.cli.commands import load_sample
 
     click.echo(load_sample(database_url, schema), err=True)

@@ -1,0 +1,71 @@
+"""Handing note events on to the workers: what the HTTP process's webhook and change capture share.
+
+Both inputs end in the same call: a list of events in the webhook's JSON shape becomes one
+``graphrag.process_events`` task on the ``realtime`` queue (:func:`celery_enqueuer`), sent by name,
+so neither process needs the tasks' code or a worker's runtime. Invariants:
+
+* **A message the broker did not take is an error, never silence.** Sending does not retry and any
+  broker or socket error becomes :class:`EnqueueFailed`: the webhook answers 503 (its sender
+  retries), change capture does not store the position after the transaction (it reads it again).
+* **No read serves an edited note's old text once an input has handed its event on.**
+  :func:`outdating` outdates, with Redis alone, every snapshot that shows a note the events name
+  before it enqueues, so the outdating can never land after a worker took the event's foci.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from celery import Celery
+from kombu.exceptions import OperationalError
+
+__all__ = ["Enqueue", "EnqueueFailed", "celery_enqueuer", "outdating"]
+
+log = logging.getLogger("graphrag.server")
+#: Hands a delivery's events on to the event task (raises EnqueueFailed when it cannot).
+Enqueue = Callable[[list[dict[str, Any]]], None]
+
+
+class EnqueueFailed(Exception):
+    """The broker did not take the message."""
+
+
+def celery_enqueuer(celery: Celery) -> Enqueue:
+    """Send the events task by name; a broker that does not take it raises EnqueueFailed."""
+
+    def enqueue(events: list[dict[str, Any]]) -> None:
+        try:
+            celery.send_task("graphrag.process_events", args=[events], queue="realtime",
+                             retry=False)
+        except (OperationalError, OSError) as err:
+            raise EnqueueFailed(f"broker unavailable: {err.__class__.__name__}") from err
+
+    return enqueue
+
+
+def outdating(enqueue: Enqueue, outdate: Callable[[list[int]], object]) -> Enqueue:
+    """``outdate`` the notes the events name (service.events.outdate_shown: every snapshot showing
+    one becomes outdated, which the reader computes instead of serving), then ``enqueue``: once the
+    webhook has answered, or change capture has handed on a transaction, no read shows an edited
+    note's old text.
+
+    Outdating comes first so that it precedes the event task, which bumps and marks dirty the
+    whole affected set: after it, a worker may already have taken the event's foci, and its
+    writes would then be refused by this bump and redone (service.rebuild) — correct, but a
+    rebuild wasted. The edit is committed in Doughnut's database either way, so a delivery the
+    broker refuses (503, the sender retries) outdates too. Best effort: a failure is logged and
+    the event task bumps them anyway."""
+
+    def outdate_then_enqueue(events: list[dict[str, Any]]) -> None:
+        ids = [e["noteId"] for e in events if e.get("noteId") is not None]
+        if ids:
+            try:
+                outdate(ids)
+            except Exception:  # best effort: the event task outdates them too
+                log.exception("could not outdate the snapshots of %d edited notes at once (their "
+                              "event task will)", len(ids))
+        enqueue(events)
+
+    return outdate_then_enqueue
