@@ -224,12 +224,16 @@ def compare_command(note_ids: tuple[int, ...], database_url: str | None, token_l
 @click.option("--loglevel", default="info", show_default=True)
 @reports_errors
 def worker(concurrency: int, queues: str, loglevel: str) -> None:
-    """Run a Celery worker (same as `celery -A worker.app worker`, after checking the broker)."""
-    from worker.broker import check_broker
-    from worker.celery_app import create_celery
+    """Run a Celery worker (same as `celery -A worker.app worker`, after checking the broker; with
+    GRAPHRAG_WORKER_METRICS_PORT, serving Prometheus metrics)."""
     from worker.settings import load_settings
+    from worker.worker_metrics import prepare
 
     settings = load_settings()
+    prepare(settings)  # before the imports below: they import prometheus_client
+    from worker.broker import check_broker
+    from worker.celery_app import create_celery
+
     check_broker(settings.broker_url)
     celery = create_celery(settings)
     celery.worker_main(["worker", f"--concurrency={concurrency}", f"--queues={queues}",
