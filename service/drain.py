@@ -17,27 +17,33 @@ promise that anyone else rebuilds it, so the focus is rebuilt again from the dir
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
+from service.metrics import WorkMetrics
 from service.ports import Coordination, DirtyQueue, Lease
 from service.rebuild import RebuildReport
 
-__all__ = ["DrainResult", "drain_once", "drain_session", "drain_until", "requeue"]
+__all__ = ["DrainResult", "drain_once", "drain_session", "drain_until", "observed", "requeue"]
 
 log = logging.getLogger("graphrag.drain")
 
 
 @dataclass(frozen=True, slots=True)
 class DrainResult:
-    """One batch: foci taken, snapshots written, foci put back (raced an edit), per-note errors."""
+    """One batch: foci taken, snapshots written, foci put back (raced an edit), per-note errors;
+    ``dirtied_ms``: when each focus let go (fresh now) was last marked dirty (its score), and
+    ``urgent``: whether the batch came from the urgent lanes."""
 
     taken: int
     written: int
     requeued: int
     errors: int
+    dirtied_ms: tuple[float, ...] = ()
+    urgent: bool = False
 
 
 def drain_once(
@@ -62,9 +68,11 @@ def _rebuilt(dirty: DirtyQueue, rebuild_ids: Callable[[Iterable[int]], RebuildRe
     report = rebuild_ids([note_id for note_id, _ in taken])
     for note_id, message in report.errors.items():
         log.error("rebuild of note %s failed: %s", note_id, message)
-    dirty.done([(note_id, score) for note_id, score in taken if note_id not in report.requeue])
+    fresh = [(note_id, score) for note_id, score in taken if note_id not in report.requeue]
+    dirty.done(fresh)
     requeue(dirty, report.requeue, now_ms=now_ms)
-    return DrainResult(len(taken), report.count, len(report.requeue), len(report.errors))
+    return DrainResult(len(taken), report.count, len(report.requeue), len(report.errors),
+                       tuple(score for _, score in fresh))
 
 
 def drain_until(
@@ -98,10 +106,12 @@ def drain_session(
     rebuild_ids: Callable[[Iterable[int]], RebuildReport], *, batch: int, debounce_ms: int,
     budget_s: float, clock_ms: Callable[[], int], lock_ttl_ms: int,
     hold: Callable[[Lease], AbstractContextManager[object]] = _held,
+    on_batch: Callable[[DrainResult], object] = lambda _result: None,
 ) -> int:
     """Drain batch after batch for up to ``budget_s``, each from the first ready shard whose lock is
     free; returns snapshots written. Ends early when no ready shard is free. ``hold`` keeps a
-    lease alive while its batch runs (the worker renews it from a thread)."""
+    lease alive while its batch runs (the worker renews it from a thread); ``on_batch`` is told
+    each finished batch (:func:`observed`)."""
     started, written = clock_ms(), 0
     while clock_ms() - started < budget_s * 1000:
         now = clock_ms()
@@ -109,8 +119,25 @@ def drain_session(
                                settled_before_ms=now - debounce_ms, lock_ttl_ms=lock_ttl_ms, hold=hold)
         if result is None:
             break
+        on_batch(result)
         written += result.written
     return written
+
+
+def observed(metrics: WorkMetrics, clock_ms: Callable[[], int]) -> Callable[[DrainResult], None]:
+    """What ``drain_session`` tells ``metrics`` of each batch: one batch, its writes, its errors and
+    requeues, and for each focus let go the seconds since it was last marked dirty."""
+
+    def observe(result: DrainResult) -> None:
+        metrics.drain_batches.inc()
+        metrics.rebuilt.labels("drain").inc(result.written)
+        metrics.rebuild_errors.labels("drain").inc(result.errors)
+        metrics.requeued.inc(result.requeued)
+        fresh, now_ms = metrics.fresh_s.labels("urgent" if result.urgent else "wide"), clock_ms()
+        for dirtied_ms in result.dirtied_ms:
+            fresh.observe(max(0.0, now_ms - dirtied_ms) / 1000)
+
+    return observe
 
 
 def _locked_batch(
@@ -141,7 +168,9 @@ def _locked_batch(
                 urgent = False  # nothing urgent is ready: a wide batch
                 got = dirty.take(batch, shard=shard, settled_before_ms=settled_before_ms)
             taken += got
-        return _rebuilt(dirty, rebuild_ids, taken, now_ms=now_ms) if taken else None
+        if not taken:
+            return None
+        return dataclasses.replace(_rebuilt(dirty, rebuild_ids, taken, now_ms=now_ms), urgent=urgent)
 
 
 def requeue(dirty: DirtyQueue, raced: Iterable[int], *, now_ms: int) -> int:

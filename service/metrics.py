@@ -1,4 +1,12 @@
-"""Prometheus metrics of the reader and the rebuilds, on a registry the caller owns."""
+"""Prometheus metrics of the reader, the workers and change capture, on a registry the caller owns.
+
+Every name here is part of the operators' contract: the alert rules (ops/prometheus/rules) and the
+dashboard (ops/grafana) query them, and the tests scrape the running processes for each name those
+files use, so a renamed metric fails the suite. Labelled metrics whose label values are known
+have them created up front, so every series exists (at 0) from the first scrape: a rate over a
+series that appears only with its first event misses that event, and a family without samples is
+invisible to a multiprocess scrape (a worker's pool processes, worker.celery.metrics).
+"""
 
 from __future__ import annotations
 
@@ -6,10 +14,22 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-__all__ = ["CdcMetrics", "ReaderMetrics"]
+__all__ = ["TOKEN_OUTCOMES", "CdcMetrics", "ReaderMetrics", "WorkMetrics", "http_responses",
+           "token_lookups"]
+
+#: What a lookup of a Doughnut access token found (service.users): ``error`` when the database did
+#: not answer.
+TOKEN_OUTCOMES = ("user", "unknown", "expired", "error")
+#: From a focus marked dirty to its snapshot written: debounce, queueing and the rebuild itself.
+_FRESH_BUCKETS_S = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 900.0)
 
 _LATENCY_BUCKETS_S = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
                       0.5, 1.0, 2.5)
+
+
+def _own(registry: CollectorRegistry | None) -> CollectorRegistry:
+    """``registry``, or a fresh one (tests, and processes whose metrics nobody scrapes)."""
+    return registry if registry is not None else CollectorRegistry()
 
 
 @dataclass(frozen=True)
@@ -34,7 +54,7 @@ class ReaderMetrics:
     @classmethod
     def create(cls, registry: CollectorRegistry | None = None) -> ReaderMetrics:
         """Register the metrics on ``registry`` (a fresh one when None, e.g. in tests)."""
-        reg = registry if registry is not None else CollectorRegistry()
+        reg = _own(registry)
 
         def counter(name: str, doc: str) -> Counter:
             return Counter(f"graphrag_{name}", doc, registry=reg)
@@ -76,7 +96,7 @@ class CdcMetrics:
 
     @classmethod
     def create(cls, registry: CollectorRegistry | None = None) -> CdcMetrics:
-        reg = registry if registry is not None else CollectorRegistry()
+        reg = _own(registry)
         return cls(
             transactions=Counter("graphrag_cdc_transactions", "Committed transactions read from the "
                                  "log (position stored after their events were enqueued)", registry=reg),
@@ -93,3 +113,57 @@ class CdcMetrics:
                                "position and the server's (file positions in the same file)",
                                registry=reg),
         )
+
+
+@dataclass(frozen=True)
+class WorkMetrics:
+    """What a worker process counts: drain batches, snapshots rebuilt by path (``drain``: the dirty
+    set; ``full``: a full rebuild's pieces), and how long a focus waited from dirty to fresh, by the
+    lane of its batch (``urgent``: the edited notes and what they name; ``wide``: the rest)."""
+
+    drain_batches: Counter
+    rebuilt: Counter
+    rebuild_errors: Counter
+    requeued: Counter
+    fresh_s: Histogram
+
+    @classmethod
+    def create(cls, registry: CollectorRegistry | None = None) -> WorkMetrics:
+        """Register the metrics, every label value created (a worker's pool process makes its own
+        after fork: tasks.runtime)."""
+        reg = _own(registry)
+        metrics = cls(
+            drain_batches=Counter("graphrag_drain_batches", "Drain batches finished (dirty foci "
+                                  "rebuilt and let go)", registry=reg),
+            rebuilt=Counter("graphrag_rebuilt_snapshots", "Snapshots written by the workers",
+                            ["path"], registry=reg),
+            rebuild_errors=Counter("graphrag_rebuild_errors", "Foci whose rebuild failed (bad "
+                                   "data; logged)", ["path"], registry=reg),
+            requeued=Counter("graphrag_drain_requeued", "Foci put back into the dirty set (an "
+                             "edit raced their rebuild)", registry=reg),
+            fresh_s=Histogram("graphrag_edit_fresh_seconds", "From a focus marked dirty (by an "
+                              "edit's event) to its snapshot written", ["lane"], registry=reg,
+                              buckets=_FRESH_BUCKETS_S),
+        )
+        for path in ("drain", "full"):
+            metrics.rebuilt.labels(path)
+            metrics.rebuild_errors.labels(path)
+        for lane in ("urgent", "wide"):
+            metrics.fresh_s.labels(lane)
+        return metrics
+
+
+def http_responses(registry: CollectorRegistry) -> Counter:
+    """HTTP responses by route template (``unmatched`` for none) and status code
+    (worker.http.metrics)."""
+    return Counter("graphrag_http_responses", "HTTP responses by route and status code",
+                   ["route", "code"], registry=registry)
+
+
+def token_lookups(registry: CollectorRegistry) -> Counter:
+    """Lookups of Doughnut access tokens by outcome (:data:`TOKEN_OUTCOMES`)."""
+    counter = Counter("graphrag_token_lookups", "Lookups of Doughnut access tokens by outcome "
+                      "(user, unknown, expired, error)", ["outcome"], registry=registry)
+    for outcome in TOKEN_OUTCOMES:
+        counter.labels(outcome)
+    return counter

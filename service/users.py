@@ -10,7 +10,8 @@ A lookup is remembered in this process for ``ttl_ms`` (``GRAPHRAG_TOKEN_CACHE_S`
 token (its row deleted) still reads as its user for at most that long; an expiry is checked at every
 use against the remembered ``expires_at``, so it takes effect at once. Tokens are remembered under
 their SHA-256 only, and never logged or counted: the metric counts lookups by outcome. A database
-that does not answer raises :class:`~graphrag.errors.DatabaseUnavailable` (503), never "allowed".
+that does not answer raises :class:`~graphrag.errors.DatabaseUnavailable` (503), never "allowed",
+and is counted as the outcome ``error``.
 What a user may read (owner, circle, subscription, bazaar) is not remembered here: it is read from
 the database with each answer (service.viewers, graphrag.wiki.focus).
 """
@@ -22,6 +23,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 
+from graphrag import DatabaseUnavailable
 from graphrag.wiki.model import Viewer
 from service.ports import TokenOwner
 
@@ -34,8 +36,9 @@ _MAX_REMEMBERED = 10_000
 class TokenBook:
     """Bearer tokens to viewers, through ``lookup`` (the ``user_token`` table), remembered briefly.
 
-    ``on_lookup(outcome)`` is told each database lookup's outcome: ``user``, ``unknown`` or
-    ``expired``; ``clock_ms`` is monotonic (the cache), ``wall_ms`` the epoch (expiry)."""
+    ``on_lookup(outcome)`` is told each database lookup's outcome: ``user``, ``unknown``,
+    ``expired`` or ``error`` (the database did not answer); ``clock_ms`` is monotonic (the
+    cache), ``wall_ms`` the epoch (expiry)."""
 
     def __init__(self, lookup: Callable[[str], TokenOwner | None], *, ttl_ms: int,
                  clock_ms: Callable[[], int], wall_ms: Callable[[], int],
@@ -60,7 +63,11 @@ class TokenBook:
             remembered = self._seen.get(key)
         if remembered is not None and now - remembered[0] < self.ttl_ms:
             return remembered[1]
-        owner = self._lookup(token)
+        try:
+            owner = self._lookup(token)
+        except DatabaseUnavailable:
+            self._on_lookup("error")
+            raise
         self._on_lookup(self._outcome(owner))
         with self._lock:
             self._seen[key] = (now, owner)

@@ -20,7 +20,7 @@ from celery import shared_task
 
 from graphrag.core.errors import CacheUnavailable, DatabaseUnavailable
 from service.dispatch import dispatch_pieces
-from service.drain import drain_session, requeue
+from service.drain import drain_session, observed, requeue
 from service.events import record_events
 from service.note_event import NoteEvent
 from service.ports import Lease
@@ -90,7 +90,8 @@ def drain(wait_s: float = 0.0, flag: str = EDITED) -> int:
     written = drain_session(rt.dirty, rt.coordination, rt.rebuild, batch=rt.drain_batch,
                             debounce_ms=rt.debounce_ms, budget_s=rt.drain_budget_s,
                             clock_ms=rt.clock_ms, lock_ttl_ms=rt.drain_lock_ttl_ms,
-                            hold=lambda lease: kept(lease, every_s=rt.drain_lock_ttl_ms / 3000))
+                            hold=lambda lease: kept(lease, every_s=rt.drain_lock_ttl_ms / 3000),
+                            on_batch=observed(rt.metrics, rt.clock_ms))
     if rt.dirty.size():
         countdown_s, reason = _next_drain(rt, written)
         schedule_drain(rt, countdown_s, reason=reason)
@@ -184,6 +185,8 @@ def _rebuilt(run_id: str, note_ids: list[int],
     rt = current()
     report = how(note_ids)
     rt.progress.done(run_id, len(note_ids), errors=len(report.errors), now_ms=rt.clock_ms())
+    rt.metrics.rebuilt.labels("full").inc(report.count)
+    rt.metrics.rebuild_errors.labels("full").inc(len(report.errors))
     requeue(rt.dirty, report.requeue, now_ms=rt.clock_ms())
     if report.requeue:
         schedule_drain(rt)

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from service.metrics import WorkMetrics
 from service.ports import Coordination, DirtyQueue, NoteSource, ProgressLog, SnapshotCache
 from service.rebuild import RebuildReport
 
@@ -46,6 +47,10 @@ class Runtime:
     #: Whether the broker delays a message by less than a second (Redis: yes; RabbitMQ's native
     #: delayed delivery counts whole seconds, so a shorter wait happens inside the task).
     subsecond_countdowns: bool = True
+    #: What this process counts (drains, rebuilds, dirty-to-fresh latency), made in the process
+    #: itself after fork: under ``graphrag worker``'s metrics endpoint each pool process writes its
+    #: own file, which the main process adds up at every scrape (worker.celery.metrics).
+    metrics: WorkMetrics = field(default_factory=WorkMetrics.create)
 
 
 _factory: Callable[[], Runtime] | None = None

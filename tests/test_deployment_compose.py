@@ -3,6 +3,8 @@
 The file is parsed with PyYAML and held to what the operator relies on: health checks everywhere,
 the two Redis roles, one beat, both queues, required secrets, no machine paths. Its environment
 names only settings the service reads, and http, worker and beat share one configuration.
+Prometheus scrapes each process on the port it serves, and the monitoring's files are mounted
+read-only from ops/.
 """
 
 from __future__ import annotations
@@ -15,19 +17,22 @@ from typing import Any
 import fakeredis
 import pytest
 import redis
+import yaml
 from celery import _state as celery_state
 from redbeat.schedulers import RedBeatConfig
 
 from tests.deployment_support import COMPOSE_FILE, DOCKERFILE, ROOT, argv, environment, option
+from tests.ops.monitoring import PROMETHEUS_CONFIG
 from worker import celery_app
 from worker.settings import Settings, load_settings
 
 PROJECT_SERVICES = ("http", "worker", "beat")
-ALL_SERVICES = ("mysql", "redis-broker", "redis-cache", *PROJECT_SERVICES, "flower")
+ALL_SERVICES = ("mysql", "redis-broker", "redis-cache", *PROJECT_SERVICES, "flower", "prometheus",
+                "grafana")
 SECRETS = ("GRAPHRAG_READER_TOKEN", "GRAPHRAG_WEBHOOK_SECRET")
 # Keys of the Compose specification's service object that this file may use; a typo fails.
 SERVICE_KEYS = {
-    "build", "command", "container_name", "depends_on", "deploy", "entrypoint", "env_file",
+    "build", "command", "configs", "container_name", "depends_on", "deploy", "entrypoint", "env_file",
     "environment", "expose", "extends", "healthcheck", "hostname", "image", "init", "labels",
     "logging", "networks", "platform", "ports", "profiles", "pull_policy", "read_only", "restart",
     "scale", "secrets", "security_opt", "shm_size", "stop_grace_period", "stop_signal", "tmpfs",
@@ -284,3 +289,39 @@ def test_no_absolute_host_paths(compose: dict[str, Any]) -> None:
     machine = re.compile(r"(^|[\s:=\"'])(/home/|/Users/|/work/|/root/|/tmp/|~/|[A-Za-z]:\\)")
     for text in strings(compose):
         assert not machine.search(text), f"machine path in {text!r}"
+
+
+# --- monitoring: prometheus and grafana -----------------------------------------------------------
+
+
+def test_prometheus_scrapes_each_process_on_the_port_it_serves(
+    services: dict[str, dict[str, Any]],
+) -> None:
+    served = {
+        "http": option(argv(services["http"]["command"]), "--port"),
+        "worker": environment(services["worker"])["GRAPHRAG_WORKER_METRICS_PORT"],
+        "cdc": option(argv(services["cdc"]["command"]), "--metrics-port"),
+    }
+    config = yaml.safe_load(PROMETHEUS_CONFIG.read_text(encoding="utf-8"))
+    found = {}
+    for job in config["scrape_configs"]:
+        (discovery,) = job["dns_sd_configs"]
+        (name,) = discovery["names"]
+        found[name] = str(discovery["port"])
+    assert found == served
+
+
+def test_monitoring_files_are_mounted_read_only_from_ops(compose: dict[str, Any]) -> None:
+    configs = compose["configs"]
+    for name, spec in configs.items():
+        path = (COMPOSE_FILE.parent / spec["file"]).resolve()
+        assert path.is_file() and path.is_relative_to(ROOT / "ops"), name
+    rules = {m["source"]: m["target"] for m in compose["services"]["prometheus"]["configs"]}
+    config = yaml.safe_load(PROMETHEUS_CONFIG.read_text(encoding="utf-8"))
+    assert config["rule_files"] == [rules["prometheus-rules"]]
+    assert (COMPOSE_FILE.parent / configs["prometheus-config"]["file"]).resolve() == PROMETHEUS_CONFIG
+    for name in ("prometheus", "grafana"):
+        assert all(str(p).startswith("127.0.0.1:") for p in compose["services"][name]["ports"]), name
+    grafana = compose["services"]["grafana"]
+    assert grafana["depends_on"] == {"prometheus": {"condition": "service_healthy"}}
+    assert environment(grafana)["GF_AUTH_ANONYMOUS_ORG_ROLE"] == "Viewer"

@@ -1,7 +1,7 @@
 """``ops/runbook.md``, held to the deployment it documents.
 
 The runbook must cover the operations the deployment issue names and explain every metric the
-reader exports; the ``graphrag`` commands it shows must exist in the CLI, and the Compose files it
+service exports; the ``graphrag`` commands it shows must exist in the CLI, and the Compose files it
 offers (a worker host on a Redis Cluster, a realtime/bulk split) must agree with
 ``docker-compose.yml``.
 """
@@ -16,7 +16,9 @@ import pytest
 import yaml
 from prometheus_client import CollectorRegistry
 
-from service.metrics import ReaderMetrics
+from service.metrics import CdcMetrics, ReaderMetrics, WorkMetrics, http_responses, token_lookups
+from service.state_metrics import MemoryUse, StateCollector
+from storage.memory import MemoryDirtySet
 from tests.deployment_support import ROOT, argv, environment, option
 
 RUNBOOK = ROOT / "ops" / "runbook.md"
@@ -82,12 +84,16 @@ def test_runbook_queue_split_keeps_both_queues_and_the_configuration(compose: di
 
 
 def test_runbook_names_every_exported_metric(runbook: str) -> None:
+    """The reader's, the workers' (their counts and the state gauges) and change capture's."""
     registry = CollectorRegistry()
-    ReaderMetrics.create(registry)
+    for create in (ReaderMetrics.create, WorkMetrics.create, CdcMetrics.create, http_responses,
+                   token_lookups):
+        create(registry)
+    registry.register(StateCollector(MemoryDirtySet(), {}, lambda: MemoryUse(0, 0), lambda: 0))
     names = set()
     for family in registry.collect():
         names.add(f"{family.name}_total" if family.type == "counter" else family.name)
-    assert len(names) >= 10
+    assert len(names) >= 30
     missing = sorted(n for n in names if f"`{n}" not in runbook)
     assert not missing, f"ops/runbook.md does not explain {missing}"
 

@@ -147,6 +147,7 @@ def test_a_database_fault_answers_503_never_allowed(users: Site) -> None:
         response = client.get(f"/api/notes/{users.notes['A']}/graph?tokenLimit=2000",
                               headers={"Authorization": "Bearer tok-owner"})
     assert response.status_code == 503 and b"database" in response.content
+    assert users.lookups[-1] == "error"  # graphrag_token_lookups_total{outcome="error"}
 
 
 def test_both_modes_keep_the_shared_token_for_the_main_app(users: Site) -> None:

@@ -87,6 +87,8 @@ class Settings(BaseSettings):
     #: Shards of the dirty set: how many workers can drain edits at once (docs/architecture.md).
     dirty_shards: int = Field(default=16, ge=1, le=256)
     nightly_hour_utc: int = Field(default=3, ge=0, le=23)
+    #: ``graphrag worker``: serve Prometheus metrics on this port (None: none; worker.celery.metrics)
+    worker_metrics_port: int | None = Field(default=None, ge=1, le=65535)
     visibility_timeout_s: int = Field(default=900, ge=60)
     task_time_limit_s: int = Field(default=300, ge=10)
     max_bulk_backlog: int = Field(default=20, ge=1)

@@ -96,8 +96,10 @@ class Site:
 
 
 @contextlib.contextmanager
-def running(binlog_server: str, folder: Path, schema: str, load: Any,
+def running(binlog_server: str, folder: Path, schema: str, load: Any, *, cli_workers: bool = False,
             **extra_env: str) -> Iterator[Site]:
+    """The site; its workers run as ``graphrag worker`` with ``cli_workers`` (else through
+    ``celery -A worker.app``)."""
     base = redis_url()
     connect(base, "the snapshot store").close()
     name = f"cdc_e2e_{uuid.uuid4().hex[:8]}"
@@ -114,7 +116,7 @@ def running(binlog_server: str, folder: Path, schema: str, load: Any,
             env["GRAPHRAG_STRATEGIES"] = "wavefront"
         env.update(extra_env)
         settings = settings_from(env)
-        wiring, workers = Wiring(settings), Workers(worker_env(env), folder)
+        wiring, workers = Wiring(settings), Workers(worker_env(env), folder, cli=cli_workers)
         site = Site(env, wiring, url, Broker(redis.Redis.from_url(broker_url)), workers, folder, [])
         try:
             assert wiring.rebuild(wiring.source.live_ids_after(0, 10**6)).errors == {}

@@ -122,10 +122,12 @@ def broker_database(base_url: str) -> Iterator[str]:
 
 
 class Worker:
-    """One ``celery -A worker.celery.app worker`` process group, logging to a file."""
+    """One ``celery -A worker.celery.app worker`` process group (``graphrag worker`` with ``cli``:
+    what the compose file runs, with its metrics endpoint), logging to a file."""
 
     def __init__(self, env: dict[str, str], log_path: Path, *, concurrency: int = 2,
-                 app: str = "worker.celery.app", queues: str = "realtime,bulk") -> None:
+                 app: str = "worker.celery.app", queues: str = "realtime,bulk",
+                 cli: bool = False) -> None:
         self.env, self.log_path = env, log_path
         self.name = f"e2e-{uuid.uuid4().hex[:8]}@%h"
         self.command = [
@@ -133,6 +135,9 @@ class Worker:
             f"--concurrency={concurrency}", "-Q", queues, "--loglevel=info",
             "--without-gossip", "--without-mingle", "--without-heartbeat", "-n", self.name,
         ]
+        if cli:
+            self.command = [sys.executable, "-c", "from worker.cli.main import main; main()", "worker",
+                            f"--concurrency={concurrency}", f"--queues={queues}"]
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self, *, ready_within_s: float = 60) -> Worker:
@@ -201,12 +206,12 @@ class Worker:
 class Workers:
     """Starts workers and stops every one of them at teardown."""
 
-    def __init__(self, env: dict[str, str], folder: Path) -> None:
-        self.env, self.folder = env, folder
+    def __init__(self, env: dict[str, str], folder: Path, *, cli: bool = False) -> None:
+        self.env, self.folder, self.cli = env, folder, cli
         self.started: list[Worker] = []
 
     def start(self) -> Worker:
-        worker = Worker(self.env, self.folder / f"worker-{len(self.started)}.log")
+        worker = Worker(self.env, self.folder / f"worker-{len(self.started)}.log", cli=self.cli)
         self.started.append(worker)
         return worker.start()
 

@@ -124,7 +124,12 @@ class Capture:
 
 def run_cdc(settings: Settings, stop: threading.Event, metrics_port: int | None = None) -> bool:
     """Check, take the lease, follow the log until ``stop``; False when the lease was lost. With
-    ``metrics_port``, Prometheus metrics on ``http://0.0.0.0:<port>/metrics``."""
+    ``metrics_port``, Prometheus metrics on ``http://0.0.0.0:<port>/metrics`` from the start (a
+    standby instance answers scrapes too: a scrape that fails means no process, not a standby)."""
+    registry = CollectorRegistry()
+    metrics = CdcMetrics.create(registry)
+    if metrics_port is not None:
+        start_http_server(metrics_port, registry=registry)
     wiring = Wiring(settings)
     model = wiring.source.model
     check_server(settings.database_url, watched_tables=WATCHED[model])
@@ -137,13 +142,10 @@ def run_cdc(settings: Settings, stop: threading.Event, metrics_port: int | None 
         log.warning("full rebuild: %s", why)
         celery.send_task("graphrag.nightly_dispatch", queue="bulk")
 
-    registry = CollectorRegistry()
     capture = Capture(settings.database_url, settings.cdc_server_id, model,
                       RedisPositions(wiring.client, wiring.keys),
                       outdating(celery_enqueuer(celery), lambda ids: outdate_shown(ids, wiring.cache)),
-                      full_rebuild, settings.webhook_max_events, stop, CdcMetrics.create(registry))
-    if metrics_port is not None:
-        start_http_server(metrics_port, registry=registry)
+                      full_rebuild, settings.webhook_max_events, stop, metrics)
     server = partial(_server_position, settings.database_url)
     heartbeat = RedisFeedHeartbeat(wiring.client, wiring.keys)
     with _kept(lease, stop, every_s=settings.cdc_lease_ms / 3000) as lost:

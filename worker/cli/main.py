@@ -224,12 +224,16 @@ def compare_command(note_ids: tuple[int, ...], database_url: str | None, token_l
 @click.option("--loglevel", default="info", show_default=True)
 @reports_errors
 def worker(concurrency: int, queues: str, loglevel: str) -> None:
-    """Run a Celery worker (same as `celery -A worker.celery.app worker`, after checking the broker)."""
-    from worker.broker import check_broker
-    from worker.celery.runtime import worker_app
+    """Run a Celery worker (same as `celery -A worker.celery.app worker`, after checking the broker;
+    with GRAPHRAG_WORKER_METRICS_PORT, serving Prometheus metrics)."""
+    from worker.celery.metrics import prepare
     from worker.settings import load_settings
 
     settings = load_settings()
+    prepare(settings)  # before the imports below: they import prometheus_client
+    from worker.broker import check_broker
+    from worker.celery.runtime import worker_app
+
     check_broker(settings.broker_url)
     celery = worker_app(settings)
     celery.worker_main(["worker", f"--concurrency={concurrency}", f"--queues={queues}",

@@ -7,18 +7,19 @@ from typing import Any
 
 from celery import Celery
 from fastapi import FastAPI
-from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client import CollectorRegistry, Gauge
 
 from graphrag import GraphRagError
 from graphrag.core.errors import ConfigurationError
 from service.events import outdate_shown
-from service.metrics import ReaderMetrics
+from service.metrics import ReaderMetrics, token_lookups
 from service.ports import NoteSource, SnapshotCache
 from worker.celery_app import create_celery
 from worker.compose import Wiring
 from worker.enqueue import celery_enqueuer, outdating
 from worker.http.app import create_app
 from worker.http.doughnut_paths import DoughnutAuth
+from worker.http.metrics import count_responses
 from worker.http.webhook import WebhookReceiver
 from worker.refresh import BackgroundRefresher
 from worker.settings import Settings
@@ -79,9 +80,8 @@ def build_http_app(
                                   max_events=settings.webhook_max_events)
     auth = DoughnutAuth(settings.reader_auth, shared_token=token or None,
                         book=None if settings.reader_auth == "shared" else wiring.token_book(
-                            Counter("graphrag_token_lookups", "Lookups of Doughnut access tokens "
-                                    "by outcome (user, unknown, expired)", ["outcome"],
-                                    registry=registry)))
-    return create_app(reader, reader_token=token or None, registry=registry, webhook=webhook,
-                      health=health_of(wiring.cache, wiring.source, wiring.feed.reason),
-                      doughnut=auth)
+                            token_lookups(registry)))
+    app = create_app(reader, reader_token=token or None, registry=registry, webhook=webhook,
+                     health=health_of(wiring.cache, wiring.source, wiring.feed.reason),
+                     doughnut=auth)
+    return count_responses(app, registry)

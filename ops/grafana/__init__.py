@@ -1,0 +1,1 @@
+"""Grafana: the dashboard builder (ops.grafana.dashboard) and what Compose provisions."""

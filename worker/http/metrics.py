@@ -1,0 +1,62 @@
+"""HTTP responses counted by route and status code: ``graphrag_http_responses_total{route, code}``.
+
+A pure ASGI middleware outside every other one (the bearer gate included), so a refusal (401,
+403), a body too large (413) and a server error (5xx) are counted like any answer. The ``route``
+label is the template of the app's route that matches the request (``/notes/{note_id}/graph``),
+never the path itself, and ``unmatched`` when none does: the label's values are bounded by the
+app's routes, whatever clients send. A response that never started (the client went away, or the
+app raised past Starlette's error middleware) counts as ``500``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from fastapi import FastAPI
+from prometheus_client import CollectorRegistry, Counter
+from starlette.routing import BaseRoute, Match
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from service.metrics import http_responses
+
+__all__ = ["ResponseCounter", "count_responses"]
+
+UNMATCHED = "unmatched"
+
+
+class ResponseCounter:
+    """Counts each HTTP response of ``app`` in ``counter`` (labels ``route``, ``code``)."""
+
+    def __init__(self, app: ASGIApp, *, counter: Counter, routes: Sequence[BaseRoute]) -> None:
+        self.app, self.counter, self.routes = app, counter, routes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        status = 500
+
+        async def noting(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, noting)
+        finally:
+            self.counter.labels(self.route_of(scope), str(status)).inc()
+
+    def route_of(self, scope: Scope) -> str:
+        """The template of the first route matching the request's path (any method)."""
+        for route in self.routes:
+            match, _ = route.matches(scope)
+            if match is not Match.NONE:
+                return str(getattr(route, "path", UNMATCHED))
+        return UNMATCHED
+
+
+def count_responses(app: FastAPI, registry: CollectorRegistry) -> FastAPI:
+    """``app`` with its responses counted on ``registry``."""
+    app.add_middleware(ResponseCounter, counter=http_responses(registry), routes=app.router.routes)
+    return app
