@@ -99,7 +99,7 @@ class Site:
 def running(binlog_server: str, folder: Path, schema: str, load: Any, *, cli_workers: bool = False,
             **extra_env: str) -> Iterator[Site]:
     """The site; its workers run as ``graphrag worker`` with ``cli_workers`` (else through
-    ``celery -A worker.app``)."""
+    ``celery -A worker.celery.app``)."""
     base = redis_url()
     connect(base, "the snapshot store").close()
     name = f"cdc_e2e_{uuid.uuid4().hex[:8]}"

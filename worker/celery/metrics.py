@@ -19,7 +19,7 @@ Invariants:
 * The endpoint starts in the main process once the pool is up (``worker_ready``), so the pool
   processes forked at start hold no copy of its listening socket.
 
-``celery -A worker.app worker`` serves no metrics: the endpoint is ``graphrag worker``'s.
+``celery -A worker.celery.app worker`` serves no metrics: the endpoint is ``graphrag worker``'s.
 """
 
 from __future__ import annotations
