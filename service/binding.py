@@ -25,20 +25,28 @@ other deployment that kept running after a take-over cannot have its writes serv
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+import logging
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 import orjson
 
-from graphrag.core.errors import ConfigurationError
+from graphrag.core.errors import CacheUnavailable, ConfigurationError, DatabaseUnavailable
 
-__all__ = ["DatabaseIdentity", "PrefixBinding", "PrefixOfAnotherDatabase", "check_binding",
-           "take_over"]
+__all__ = ["UNSTAMPED", "DatabaseIdentity", "DatabaseStamp", "PrefixBinding",
+           "PrefixOfAnotherDatabase", "check_binding", "take_over"]
+
+log = logging.getLogger("graphrag.binding")
 
 #: how many of the oldest notes name a database
 OLDEST_NOTES = 8
 _DIGEST_HEX = 16
+#: the stamp of a process that checks no binding (a test's or a tool's own store)
+UNSTAMPED = ""
+#: how long a process whose database did not answer waits before asking again (hot paths ask)
+RETRY_MS = 5_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +102,7 @@ class PrefixOfAnotherDatabase(ConfigurationError):
     """The key prefix holds the snapshots of another database."""
 
     def __init__(self, prefix: str, bound: DatabaseIdentity, mine: DatabaseIdentity) -> None:
+        self.bound, self.mine = bound, mine
         super().__init__(
             f"the key prefix {prefix!r} holds the snapshots of {bound}, not of this database, "
             f"{mine}: give this deployment its own GRAPHRAG_REDIS_PREFIX, or take the prefix over "
@@ -111,3 +120,64 @@ def take_over(binding: PrefixBinding, mine: DatabaseIdentity) -> int:
     """Make the prefix this database's, deleting what it held; returns the keys deleted. The caller
     queues the full rebuild that fills it again."""
     return binding.clear_and_bind(mine)
+
+
+class DatabaseStamp:
+    """The digest this process stamps on the snapshots it writes and expects on those it serves.
+
+    :meth:`check` reads this database's identity and checks the prefix's binding; a prefix of
+    another database raises :class:`PrefixOfAnotherDatabase`, now and at every later use. A process
+    calls it when it starts; if the database (or Redis) does not answer then, :attr:`digest` asks
+    again at its first use and at most every :data:`RETRY_MS` after, and meanwhile is the prefix's
+    bound digest, provisionally: a reader that starts while the database is down keeps serving the
+    snapshots the prefix vouches for, and learns the truth when the database answers."""
+
+    def __init__(self, identity: Callable[[], DatabaseIdentity], binding: PrefixBinding,
+                 clock_ms: Callable[[], int]) -> None:
+        self._identity, self._binding, self._clock_ms = identity, binding, clock_ms
+        self._checked: str | None = None
+        self._refused: PrefixOfAnotherDatabase | None = None
+        self._provisional, self._next_ms = UNSTAMPED, 0
+        self._lock = threading.Lock()
+
+    def check(self) -> DatabaseIdentity:
+        """This database's identity, the prefix bound to it; raises PrefixOfAnotherDatabase, or
+        DatabaseUnavailable / CacheUnavailable when either cannot be asked."""
+        mine = self._identity()
+        try:
+            check_binding(self._binding, mine)
+        except PrefixOfAnotherDatabase as err:
+            self._refused = err
+            raise
+        self._checked = mine.digest
+        return mine
+
+    @property
+    def digest(self) -> str:
+        if self._checked is not None:
+            return self._checked
+        with self._lock:
+            if self._refused is not None:
+                raise self._refused
+            if self._checked is None and self._clock_ms() >= self._next_ms:
+                self._try_check()
+            return self._checked or self._provisional
+
+    def _try_check(self) -> None:
+        try:
+            self.check()
+        except PrefixOfAnotherDatabase as err:
+            log.error("%s", err)
+            raise
+        except (DatabaseUnavailable, CacheUnavailable) as err:
+            self._next_ms = self._clock_ms() + RETRY_MS
+            self._provisional = self._bound_digest()
+            log.warning("the prefix's database is not checked yet (%s): serving the snapshots it "
+                        "holds as %s's until it is", err, self._provisional or "no database")
+
+    def _bound_digest(self) -> str:
+        try:
+            bound = self._binding.bound()
+        except CacheUnavailable:
+            return self._provisional
+        return bound.digest if bound is not None else UNSTAMPED

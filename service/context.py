@@ -8,7 +8,7 @@ model it declares; anything else is a one-line error naming both.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,8 +54,11 @@ def require_model(strategy: str, source: NoteSource) -> None:
 class ContextService:
     """Computes contexts for batches of focus notes with one set of IN queries per round."""
 
-    def __init__(self, store: NoteSource, counter: TokenCounter, params: StrategyParams) -> None:
-        self.store, self.counter, self.params = store, counter, params
+    def __init__(self, store: NoteSource, counter: TokenCounter, params: StrategyParams, *,
+                 database: Callable[[], str] = lambda: "") -> None:
+        """``database`` gives the digest of the database the snapshots come from, stamped on every
+        one written and expected on every one served (service.binding.DatabaseStamp)."""
+        self.store, self.counter, self.params, self.database = store, counter, params, database
 
     def costing(self) -> Any:
         """A fresh workspace of the source's graph model; pass it to several :meth:`compute_many`

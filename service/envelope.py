@@ -97,6 +97,9 @@ class Envelope:
     result_limit: int | None = None
     #: a packed value's trace, still compressed (service.packing); ``trace_json`` is then None
     packed: PackedTrace | None = field(default=None, repr=False)
+    #: the digest of the database it was computed from (service.binding): a reader serves only
+    #: snapshots of its own database; "" for a process that checks no binding (tests, tools)
+    database: str = ""
 
     @property
     def traced(self) -> bool:
@@ -170,7 +173,8 @@ class Envelope:
             "computedAt": self.computed_at_ms, "asOf": self.as_of_ms,
             "maxTokenLimit": self.max_token_limit, "focusTokens": self.focus_tokens,
             "relatedTokens": list(self.related_tokens), "dependsOn": list(self.depends_on),
-            "configHash": self.config_hash, "resultCrc32": zlib.crc32(self.result_json),
+            "configHash": self.config_hash, "database": self.database,
+            "resultCrc32": zlib.crc32(self.result_json),
         }
         if self.trace_bytes is not None:
             out |= {"resultTokenLimit": self.result_limit, "traceCrc32": zlib.crc32(self.trace_bytes)}
@@ -187,23 +191,25 @@ class Envelope:
     @classmethod
     def of(
         cls, outcome: Any, view: Any, request: Request, *, strategy: str, generation: int,
-        computed_at_ms: int, config_hash: str,
+        computed_at_ms: int, config_hash: str, database: str = "",
     ) -> Envelope:
-        """The envelope of a computed ``outcome`` (``view`` = the view it was computed from)."""
+        """The envelope of a computed ``outcome`` (``view`` = the view it was computed from) of
+        the database ``database`` names."""
         if isinstance(outcome, WikiOutcome):
             return cls._of_trace(outcome, request, strategy=strategy, generation=generation,
-                                 computed_at_ms=computed_at_ms, config_hash=config_hash)
+                                 computed_at_ms=computed_at_ms, config_hash=config_hash,
+                                 database=database)
         return cls(
             note_id=request.focus_id, seed=request.seed, strategy=strategy, generation=generation,
             computed_at_ms=computed_at_ms, as_of_ms=request.now_ms,
             max_token_limit=request.token_limit, focus_tokens=outcome.focus.tokens,
             related_tokens=outcome.related_tokens, depends_on=tuple(sorted(outcome.depends_on(view))),
-            config_hash=config_hash, result_json=outcome.to_json(),
+            config_hash=config_hash, result_json=outcome.to_json(), database=database,
         )
 
     @classmethod
     def _of_trace(cls, outcome: WikiOutcome, request: Request, *, strategy: str, generation: int,
-                  computed_at_ms: int, config_hash: str) -> Envelope:
+                  computed_at_ms: int, config_hash: str, database: str) -> Envelope:
         return cls(
             note_id=request.focus_id, seed=request.seed, strategy=strategy, generation=generation,
             computed_at_ms=computed_at_ms, as_of_ms=request.now_ms,
@@ -211,6 +217,7 @@ class Envelope:
             depends_on=tuple(sorted(outcome.depends_on())), config_hash=config_hash,
             result_json=outcome.to_json(),
             trace_json=outcome.trace.to_bytes(), result_limit=request.token_limit,
+            database=database,
         )
 
 
@@ -252,6 +259,8 @@ def _valid_header(obj: Any) -> bool:
     if obj.get("seed") is not None and type(obj.get("seed")) is not int:
         return False
     if not (isinstance(obj.get("strategy"), str) and isinstance(obj.get("configHash"), str)):
+        return False
+    if not isinstance(obj.get("database", ""), str):
         return False
     return _ints(obj.get("relatedTokens")) and _facts(obj.get("dependsOn")) and _traced(obj)
 
@@ -368,5 +377,5 @@ def _envelope(obj: dict[str, Any], result_json: bytes, trace_json: bytes | None,
         max_token_limit=obj["maxTokenLimit"], focus_tokens=obj["focusTokens"],
         related_tokens=tuple(obj["relatedTokens"]), depends_on=tuple(obj["dependsOn"]),
         config_hash=obj["configHash"], result_json=result_json, trace_json=trace_json,
-        result_limit=obj.get("resultTokenLimit"), packed=packed,
+        result_limit=obj.get("resultTokenLimit"), packed=packed, database=obj.get("database", ""),
     )

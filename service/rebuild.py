@@ -112,6 +112,7 @@ class _Plan:
     layered_limits: tuple[int, ...]
     now_ms: int
     config_hashes: dict[str, str]
+    database: str = ""
 
     def variants(self, strategy: str) -> list[tuple[int | None, int, int]]:
         """(seed, tokenLimit, traversal limit) of every snapshot of ``strategy``: prefix strategies
@@ -158,7 +159,7 @@ def rebuild(
     started = time.perf_counter()
     hashes = {s: config_hash(s, service.params, service.counter.name) for s in strategies}
     plan = _Plan(tuple(strategies), tuple(seeds), max_token_limit, tuple(layered_limits), now_ms,
-                 hashes)
+                 hashes, service.database())
     tally, carry = _Tally(), carry or Carry()
     for epoch in _batches(note_ids, max(epoch_size, batch_size)):
         _rebuild_epoch(service, store, plan, epoch, batch_size, tally, progress, carry, preload)
@@ -246,7 +247,8 @@ def _valid_id(note_id: int, tally: _Tally) -> bool:
 def _envelope(outcome: Outcome, view: GraphView, request: Request, strategy: str, generation: int,
               plan: _Plan) -> Envelope:
     return Envelope.of(outcome, view, request, strategy=strategy, generation=generation,
-                       computed_at_ms=plan.now_ms, config_hash=plan.config_hashes[strategy])
+                       computed_at_ms=plan.now_ms, config_hash=plan.config_hashes[strategy],
+                       database=plan.database)
 
 
 def _store(store: SnapshotCache, plan: _Plan, envelopes: list[Envelope], missing: set[int],

@@ -7,6 +7,7 @@ and the use cases over them (live compute, rebuild, reader).
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Iterable, Sequence
 from functools import cached_property
@@ -21,7 +22,9 @@ from graphrag import (
     TiktokenCounter,
     TokenCounter,
 )
+from graphrag.core.errors import CacheUnavailable, DatabaseUnavailable
 from graphrag.wiki.focus.types import FocusContextParams
+from service.binding import DatabaseStamp
 from service.carry import Carry
 from service.context import ContextService
 from service.drain import requeue
@@ -35,6 +38,7 @@ from service.users import TokenBook
 from storage.database import open_engine
 from storage.encodings import load_cl100k
 from storage.profiles import open_source
+from storage.redis.binding import RedisBinding
 from storage.redis.cache import RedisCache
 from storage.redis.changes import RedisChanges
 from storage.redis.client import build_client
@@ -96,7 +100,36 @@ class Wiring:
     @cached_property
     def service(self) -> ContextService:
         counter = build_counter(self._counter_name or self.settings.token_counter, self.settings)
-        return ContextService(self.source, counter, strategy_params(self.settings))
+        return ContextService(self.source, counter, strategy_params(self.settings),
+                              database=lambda: self.stamp.digest)
+
+    def close(self) -> None:
+        """Let go of the database's and Redis's connections this wiring opened."""
+        if "source" in self.__dict__:
+            engine = getattr(self.source, "engine", None)
+            if engine is not None:
+                engine.dispose()
+        if self._client is None and "client" in self.__dict__:
+            self.client.close()
+
+    @cached_property
+    def binding(self) -> RedisBinding:
+        """The database the key prefix belongs to (service.binding)."""
+        return RedisBinding(self.client, self.keys)
+
+    @cached_property
+    def stamp(self) -> DatabaseStamp:
+        """This process's database digest, on every snapshot it writes and serves: checked against
+        the prefix's binding by :meth:`check_binding` at start, else at first use."""
+        return DatabaseStamp(lambda: self.source.identity(), self.binding,
+                             clock_ms=lambda: time.monotonic_ns() // 1_000_000)
+
+    def check_binding(self) -> None:
+        """Refuse a key prefix of another database (PrefixOfAnotherDatabase, one line), at a
+        process's start; when the database or Redis does not answer yet, it is checked at first
+        use instead (a reader may start while the database is down)."""
+        with contextlib.suppress(DatabaseUnavailable, CacheUnavailable):
+            self.stamp.check()
 
     @cached_property
     def client(self) -> Any:

@@ -82,7 +82,7 @@ class LiveReads:
             raw, generation = self.store.read_current(ask.key)
         except CacheUnavailable:
             raw, generation = None, 0
-        envelope = usable(decode_envelope(raw), ask)
+        envelope = usable(decode_envelope(raw), ask, self.service.database())
         if (envelope is not None and envelope.generation >= generation
                 and self.fresh(envelope, self.clock_ms())):
             self.metrics.hits.inc()
@@ -115,7 +115,8 @@ class LiveReads:
             return as_served(outcome_body(outcome, ask), "live", request.now_ms, request.now_ms)
         envelope = Envelope.of(outcome, view, request, strategy=ask.strategy, generation=generation,
                                computed_at_ms=request.now_ms,
-                               config_hash=self.config_hashes[ask.strategy])
+                               config_hash=self.config_hashes[ask.strategy],
+                               database=self.service.database())
         self.write_back.write(envelope, seq)
         return as_served(envelope_body(envelope, ask), "live", request.now_ms, request.now_ms)
 

@@ -65,9 +65,12 @@ def as_served(answer: Answer, source: Source, at_ms: int, now_ms: int) -> Served
                   computed_at_ms=at_ms)
 
 
-def usable(envelope: Envelope | None, ask: Ask) -> Envelope | None:
-    """The envelope if it can answer this ask at all (fresh or stale); None is a miss."""
+def usable(envelope: Envelope | None, ask: Ask, database: str = "") -> Envelope | None:
+    """The envelope if it can answer this ask at all (fresh or stale); None is a miss. One of
+    another ``database`` than the reader's (service.binding) never answers."""
     if envelope is None or envelope.note_id != ask.note_id or envelope.seed != ask.seed:
+        return None
+    if envelope.database != database:
         return None
     if envelope.strategy != ask.strategy or envelope.max_token_limit < ask.token_limit:
         return None

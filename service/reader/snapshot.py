@@ -177,7 +177,7 @@ class SnapshotReader:
             self.metrics.redis_errors.inc()
             log.warning("cache unavailable, computing note %s live: %s", ask.note_id, err)
             return self.live.compute(ask, write=False)
-        envelope = usable(decode_envelope(raw), ask)
+        envelope = usable(decode_envelope(raw), ask, self.service.database())
         if ask.viewer is not None and (envelope is None or trace_viewer(envelope) != ask.viewer):
             return self._for_viewer(envelope, generation, ask)
         if envelope is None:

@@ -14,8 +14,16 @@ from typing import Any
 
 import pytest
 
-from graphrag.core.errors import CacheUnavailable, ConfigurationError
-from service.binding import DatabaseIdentity, PrefixOfAnotherDatabase, check_binding, take_over
+from graphrag.core.errors import CacheUnavailable, ConfigurationError, DatabaseUnavailable
+from service.binding import (
+    RETRY_MS,
+    DatabaseIdentity,
+    DatabaseStamp,
+    PrefixOfAnotherDatabase,
+    check_binding,
+    take_over,
+)
+from storage.memory_binding import MemoryBinding
 from tests.contracts.backends import CacheBackend, backend_named
 from tests.contracts.cache_contract import envelope, wf, write
 
@@ -105,3 +113,52 @@ class TestRealRedisBinding(BindingContract):
 @pytest.mark.redis
 class TestClusterBinding(BindingContract):
     backend_name = "cluster"
+
+
+# -- a process's stamp (service.binding.DatabaseStamp) ---------------------------------------------
+class Database:
+    """This process's database: its identity, or down."""
+
+    def __init__(self, identity: DatabaseIdentity) -> None:
+        self.identity_, self.down, self.asked = identity, False, 0
+
+    def identity(self) -> DatabaseIdentity:
+        self.asked += 1
+        if self.down:
+            raise DatabaseUnavailable("database unreachable")
+        return self.identity_
+
+
+def stamp(database: Database, binding: MemoryBinding, clock: list[int]) -> DatabaseStamp:
+    return DatabaseStamp(database.identity, binding, clock_ms=lambda: clock[0])
+
+
+def test_a_stamp_checked_at_start_is_its_databases_digest() -> None:
+    binding, database = MemoryBinding(), Database(FIRST)
+    checked = stamp(database, binding, [0])
+    assert checked.check() == FIRST and checked.digest == FIRST.digest
+    assert binding.bound() == FIRST and database.asked == 1
+
+
+def test_a_database_down_at_start_serves_the_bound_digest_until_it_answers() -> None:
+    binding, database, clock = MemoryBinding(), Database(FIRST), [0]
+    binding.bind(FIRST)
+    database.down = True
+    late = stamp(database, binding, clock)
+    assert late.digest == FIRST.digest and late.digest == FIRST.digest
+    assert database.asked == 1, "asked again only after RETRY_MS"
+    database.down = False
+    clock[0] += RETRY_MS
+    assert late.digest == FIRST.digest and database.asked == 2
+
+
+def test_another_database_learnt_late_refuses_every_use() -> None:
+    binding, database, clock = MemoryBinding(), Database(SECOND), [0]
+    binding.bind(FIRST)
+    database.down = True
+    late = stamp(database, binding, clock)
+    assert late.digest == FIRST.digest, "provisionally the prefix's"
+    database.down, clock[0] = False, RETRY_MS
+    for _ in range(2):
+        with pytest.raises(PrefixOfAnotherDatabase):
+            _ = late.digest

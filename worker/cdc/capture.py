@@ -131,6 +131,7 @@ def run_cdc(settings: Settings, stop: threading.Event, metrics_port: int | None 
     if metrics_port is not None:
         start_http_server(metrics_port, registry=registry)
     wiring = Wiring(settings)
+    wiring.check_binding()
     model = wiring.source.model
     check_server(settings.database_url, watched_tables=WATCHED[model])
     lease = wiring.coordination.lock("cdc", ttl_ms=settings.cdc_lease_ms)

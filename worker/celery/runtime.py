@@ -25,13 +25,15 @@ from __future__ import annotations
 import contextlib
 import gc
 import logging
-from collections.abc import Iterable
+import weakref
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from celery import Celery
 from celery.signals import worker_init, worker_process_init, worker_ready
 from kombu.exceptions import OperationalError
 
+from service.binding import PrefixOfAnotherDatabase
 from service.events import sibling_radius
 from service.ports import QueueDepth
 from service.rebuild import RebuildReport
@@ -54,7 +56,20 @@ def worker_app(settings: Settings, *, redis_client: Any = None) -> Celery:
     demo's in-process Redis)."""
     celery = create_celery(settings)
     configure(lambda: build_runtime(settings, celery, redis_client=redis_client))
+    _BINDING_CHECKS[celery] = lambda: _check_binding_once(settings, redis_client)
     return celery
+
+
+#: what a worker checks as it starts (``worker_init``), per app: the prefix's database
+_BINDING_CHECKS: weakref.WeakKeyDictionary[Celery, Callable[[], None]] = weakref.WeakKeyDictionary()
+
+
+def _check_binding_once(settings: Settings, redis_client: Any) -> None:
+    wiring = Wiring(settings, redis_client=redis_client)
+    try:
+        wiring.check_binding()
+    finally:
+        wiring.close()  # the pool processes build their own after the fork
 
 
 def queue_size(celery: Celery, queue: str) -> int:
@@ -109,6 +124,21 @@ def _warm_up(**_: object) -> None:
     except Exception as err:  # it resurfaces, with retries, in the first task that needs it
         log.warning("worker runtime not ready yet: %s", err)
     gc.freeze()
+
+
+@worker_init.connect
+def _refuse_another_databases_prefix(sender: Any = None, **_: object) -> None:
+    """A worker whose key prefix holds another database's snapshots does not start (one line);
+    SystemExit, since Celery logs and ignores a signal handler's exceptions."""
+    app = getattr(sender, "app", None)
+    check = None if app is None else _BINDING_CHECKS.get(app)
+    if check is None:
+        return
+    try:
+        check()
+    except PrefixOfAnotherDatabase as err:
+        log.error("%s", err)
+        raise SystemExit(2) from err
 
 
 @worker_init.connect

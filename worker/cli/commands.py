@@ -130,6 +130,7 @@ def rebuild_here(database_url: str | None, note_ids: tuple[int, ...], everything
     wiring = Wiring(load_settings(database_url=database_url))
     wiring.source.check()
     wiring.cache.ping()
+    wiring.check_binding()
     if everything:  # as the nightly run: read afresh, and not overwritten by older reads
         start_full_rebuild(wiring.cache)
     total = wiring.source.count_live() if everything else len(note_ids)

@@ -287,6 +287,34 @@ def audit(sample: int, rng_seed: int | None, database_url: str | None) -> None:
 
 
 @main.group()
+def prefix() -> None:
+    """The database a key prefix (GRAPHRAG_REDIS_PREFIX) belongs to."""
+
+
+@prefix.command("status")
+@db_option
+@reports_errors
+def prefix_status(database_url: str | None) -> None:
+    """Name the database the prefix is bound to, and this one."""
+    from worker.cli.prefix import print_binding
+
+    print_binding(database_url)
+
+
+@prefix.command("take-over")
+@click.option("--here", is_flag=True, help="Rebuild in this process instead of by the workers.")
+@click.confirmation_option(prompt="Delete every snapshot under the key prefix and bind it to this "
+                                  "database?", help="Do not ask.")
+@db_option
+@reports_errors
+def prefix_take_over(here: bool, database_url: str | None) -> None:
+    """Delete what the prefix holds, bind it to this database, then rebuild everything."""
+    from worker.cli.prefix import take_prefix_over
+
+    take_prefix_over(database_url, here=here)
+
+
+@main.group()
 def db() -> None:
     """Demo database commands (never run these against Doughnut's production database)."""
 

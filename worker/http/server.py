@@ -64,6 +64,7 @@ def build_http_app(
         raise ConfigurationError(f"GRAPHRAG_READER_AUTH={settings.reader_auth} needs today's "
                                  "Doughnut (doughnut-2026): the 2025 tree has no viewers")
     wiring = Wiring(settings, redis_client=redis_client)
+    wiring.check_binding()
     registry = CollectorRegistry()
     refresher = BackgroundRefresher(lambda note_id: wiring.rebuild([note_id]), wiring.coordination,
                                     wiring.dirty)

@@ -236,6 +236,7 @@ def _wire(transport: str) -> tuple[ContextSource, Callable[[], ToolTexts], str, 
     if transport == "http" and not token:
         raise ConfigurationError("GRAPHRAG_READER_TOKEN must be set to serve MCP over HTTP")
     wiring = Wiring(settings)
+    wiring.check_binding()
     refresher = BackgroundRefresher(lambda note_id: wiring.rebuild([note_id]), wiring.coordination,
                                     wiring.dirty)
     reader = wiring.reader(on_stale=refresher)
