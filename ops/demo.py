@@ -28,8 +28,8 @@ import httpx
 import orjson
 import uvicorn
 from celery.contrib.testing.worker import start_worker
-from fastapi import FastAPI
 from standardwebhooks.webhooks import Webhook
+from starlette.types import ASGIApp
 
 from ops.demo_2026 import run_2026
 from storage.database import open_engine
@@ -111,7 +111,7 @@ def edit_and_wait(settings: Settings, client: httpx.Client, note: int, watch: in
 
 
 @contextlib.contextmanager
-def serving(app: FastAPI) -> Iterator[httpx.Client]:
+def serving(app: ASGIApp) -> Iterator[httpx.Client]:
     """The HTTP app on a free loopback port in a thread, and a client for it."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

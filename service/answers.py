@@ -69,13 +69,11 @@ def _int(value: object, name: str) -> int:
     return value
 
 
-def _token_limit(value: int | None, strategy: str, maximum: int, least: int) -> int:
+def _token_limit(value: int | None, strategy: str, maximum: int, least: int, most: int) -> int:
     default = get_strategy(strategy).default_token_limit or maximum
     limit = default if value is None else value
-    if (isinstance(limit, bool) or not isinstance(limit, int)
-            or not least <= limit <= MAX_TOKEN_LIMIT_CEILING):
-        raise InvalidParameter("tokenLimit",
-                               f"must be an integer from {least} to {MAX_TOKEN_LIMIT_CEILING}")
+    if isinstance(limit, bool) or not isinstance(limit, int) or not least <= limit <= most:
+        raise InvalidParameter("tokenLimit", f"must be an integer from {least} to {most}")
     return limit
 
 
@@ -94,11 +92,13 @@ def _seed(value: int | None, traced: bool, seeds: tuple[int, ...]) -> int | None
 
 def parse_ask(note_id: int, *, strategy: str, token_limit: int | None, seed: int | None,
               viewer: Viewer | None, fmt: str, seeds: tuple[int, ...], max_token_limit: int,
-              least_token_limit: int = 1) -> Ask:
+              least_token_limit: int = 1, most_token_limit: int = MAX_TOKEN_LIMIT_CEILING) -> Ask:
     """Validate one read (InvalidParameter names the parameter); ``stored_limit`` left unset.
-    ``least_token_limit`` 0 takes Doughnut's own paths' tokenLimit 0 (an empty focus body)."""
+    ``least_token_limit`` 0 and ``most_token_limit`` JAVA_INT_MAX take every tokenLimit of
+    Doughnut's own paths (0: an empty focus body; any int: all the walk finds)."""
     check_note_id(note_id)
-    limit = _token_limit(token_limit, strategy, max_token_limit, least_token_limit)
+    limit = _token_limit(token_limit, strategy, max_token_limit, least_token_limit,
+                         most_token_limit)
     traced = get_strategy(strategy).limits == "trace"
     chosen = _seed(seed, traced, seeds)
     if viewer is not None and not traced:

@@ -2,10 +2,11 @@
 
 ``GET /api/notes/{note}/graph`` and ``/ai-context-markdown`` (commit b2c0268c09): Spring binds the
 path's note first (converted to an Integer, then looked up: a row, deleted or not), then the
-required ``tokenLimit`` (an ``int``), and only then does Doughnut find the user (service.users) and
-check the read rule on the note's notebook; the answer is the context computed with that user as
-viewer. :func:`answer` keeps that order, so every refusal is the one Doughnut gives first
-(:class:`Refusal`; service.doughnut_errors writes Doughnut's bodies for them):
+required ``tokenLimit`` (an ``int``), and only then does Doughnut find the user (a token, then the
+web session: service.sessions) and check the read rule on the note's notebook; the answer is the
+context computed with that user as viewer. :func:`answer` keeps that order, so every refusal is
+the one Doughnut gives first (:class:`Refusal`; service.doughnut_errors writes Doughnut's bodies
+for them):
 
 * ``bad-note`` / ``no-note``: the path value does not convert, or names no row;
 * ``no-limit`` / ``bad-limit``: ``tokenLimit`` is absent or does not convert. Zero and negative
@@ -27,7 +28,7 @@ from graphrag.wiki.model import WikiNeed
 from graphrag.wiki.view import WikiView
 from service.ports import NoteSource
 from service.reader import Served, SnapshotReader
-from service.users import TokenBook
+from service.sessions import Viewers
 
 __all__ = ["Refusal", "answer", "parse_java_int"]
 
@@ -71,12 +72,14 @@ def parse_java_int(raw: str) -> int | None:
 @dataclass(frozen=True, slots=True)
 class DoughnutRead:
     """One request: the raw path value, the raw ``tokenLimit`` (None: absent), the bearer token
-    (None: none) and the format (``json`` for /graph, ``markdown`` for /ai-context-markdown)."""
+    (None: none), the format (``json`` for /graph, ``markdown`` for /ai-context-markdown) and the
+    ``Cookie`` header (Doughnut's web session, service.sessions)."""
 
     note: str
     token_limit: str | None
     bearer: str | None
     fmt: str
+    cookie: str | None = None
 
 
 def _has_row(source: NoteSource, note_id: int) -> bool:
@@ -89,7 +92,7 @@ def _has_row(source: NoteSource, note_id: int) -> bool:
     return view.note(note_id) is not None
 
 
-def answer(reader: SnapshotReader, book: TokenBook, read: DoughnutRead) -> Served:
+def answer(reader: SnapshotReader, viewers: Viewers, read: DoughnutRead) -> Served:
     """The context Doughnut returns for ``read``, or the :class:`Refusal` it answers first."""
     note_id = parse_java_int(read.note)
     if note_id is None:
@@ -101,7 +104,7 @@ def answer(reader: SnapshotReader, book: TokenBook, read: DoughnutRead) -> Serve
     limit = parse_java_int(read.token_limit)
     if limit is None:
         raise Refusal("bad-limit", read.token_limit)
-    viewer = book.viewer_of(read.bearer)
+    viewer = viewers.viewer_of(read.bearer, read.cookie)
     try:
         return reader.get(note_id, token_limit=max(0, limit), viewer=viewer, fmt=read.fmt,
                           doughnut=True)

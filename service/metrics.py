@@ -160,6 +160,16 @@ def http_responses(registry: CollectorRegistry) -> Counter:
                    ["route", "code"], registry=registry)
 
 
+def session_lookups(registry: CollectorRegistry) -> Counter:
+    """Questions to Doughnut about whose web session a cookie carries, by outcome (user,
+    anonymous, error; service.sessions)."""
+    counter = Counter("graphrag_session_lookups", "Questions to Doughnut about a web session's "
+                      "user, by outcome (user, anonymous, error)", ["outcome"], registry=registry)
+    for outcome in ("user", "anonymous", "error"):
+        counter.labels(outcome)
+    return counter
+
+
 def token_lookups(registry: CollectorRegistry) -> Counter:
     """Lookups of Doughnut access tokens by outcome (:data:`TOKEN_OUTCOMES`)."""
     counter = Counter("graphrag_token_lookups", "Lookups of Doughnut access tokens by outcome "

@@ -24,6 +24,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 
+from graphrag.core.errors import Unavailable
 from graphrag.wiki.model import Viewer
 from service.ports import SessionUsers
 from service.users import ANONYMOUS, TokenBook
@@ -36,8 +37,8 @@ _MAX_REMEMBERED = 10_000
 class SessionBook:
     """Cookie headers to viewers, through ``sessions`` (Doughnut itself), remembered ``ttl_ms``.
 
-    ``on_lookup(outcome)`` is told each question's outcome: ``user`` or ``anonymous`` (a failed
-    question raises and is not remembered); ``clock_ms`` is monotonic."""
+    ``on_lookup(outcome)`` is told each question's outcome: ``user``, ``anonymous`` or ``error``
+    (a failed question raises and is not remembered); ``clock_ms`` is monotonic."""
 
     def __init__(self, sessions: SessionUsers, *, ttl_ms: int, clock_ms: Callable[[], int],
                  on_lookup: Callable[[str], object] = lambda _outcome: None) -> None:
@@ -53,7 +54,11 @@ class SessionBook:
             remembered = self._seen.get(key)
         if remembered is not None and now - remembered[0] < self.ttl_ms:
             return _viewer(remembered[1])
-        user_id = self._sessions.session_user(cookie)
+        try:
+            user_id = self._sessions.session_user(cookie)
+        except Unavailable:
+            self._on_lookup("error")
+            raise
         self._on_lookup("anonymous" if user_id is None else "user")
         self._remember(key, now, user_id)
         return _viewer(user_id)
@@ -72,13 +77,20 @@ def _viewer(user_id: int | None) -> Viewer:
 
 class Viewers:
     """Whom a request on Doughnut's paths reads as, in Doughnut's order: a known bearer token's
-    user, else the session's user (when a cookie came and sessions are configured), else nobody."""
+    user, else the session's user when a cookie came, else nobody.
+
+    Without ``sessions`` (no Doughnut to ask), a request that carries a cookie and no known token
+    cannot be told apart from a signed-in user's: Unavailable, so that the proxy hands it to
+    Doughnut, rather than an anonymous answer that would be the wrong one."""
 
     def __init__(self, tokens: TokenBook, sessions: SessionBook | None = None) -> None:
         self.tokens, self.sessions = tokens, sessions
 
     def viewer_of(self, bearer: str | None, cookie: str | None) -> Viewer:
         viewer = self.tokens.viewer_of(bearer)
-        if not viewer.anonymous or not cookie or self.sessions is None:
+        if not viewer.anonymous or not cookie:
             return viewer
+        if self.sessions is None:
+            raise Unavailable("a web session's request and GRAPHRAG_DOUGHNUT_URL is not set: "
+                              "Doughnut answers it")
         return self.sessions.viewer_of(cookie)

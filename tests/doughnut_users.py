@@ -28,8 +28,10 @@ from service.context import ContextService
 from service.metrics import ReaderMetrics
 from service.reader import ReaderConfig, SnapshotReader
 from service.rebuild import rebuild
+from service.sessions import SessionBook, Viewers
 from service.users import TokenBook
 from storage.database import open_engine
+from storage.doughnut_web import DoughnutSessions
 from storage.memory_wiki import MemoryWiki
 from storage.profiles import open_source
 from storage.profiles.admin_2026 import create_tables, insert_rows
@@ -41,6 +43,7 @@ from tests.storage.wiki_rows import table_rows
 from tests.wiki_support import H
 from worker.http.app import create_app
 from worker.http.doughnut_paths import DoughnutAuth
+from worker.http.public import create_public_app
 from worker.http.server import health_of
 
 __all__ = ["SHARED", "TOKENS", "Site", "site"]
@@ -95,18 +98,33 @@ class Site:
 
     def client(self, mode: str, **book: Any) -> TestClient:
         """The HTTP reader in ``mode``, its token book on this site's clock."""
+        app = create_app(self.reader(), reader_token=None if mode == "doughnut" else SHARED,
+                         registry=CollectorRegistry(),
+                         health=health_of(self.cache, self.service.store),
+                         doughnut=DoughnutAuth(mode, viewers=self.viewers(**book),
+                                               shared_token=SHARED))
+        return TestClient(app, raise_server_exceptions=False)
+
+    def public(self, doughnut_url: str, **book: Any) -> TestClient:
+        """The public listener's app, asking Doughnut at ``doughnut_url`` about web sessions."""
+        auth = DoughnutAuth("both", viewers=self.viewers(doughnut_url, **book), shared_token=SHARED)
+        return TestClient(create_public_app(self.reader(), auth), raise_server_exceptions=False)
+
+    def reader(self) -> SnapshotReader:
+        config = ReaderConfig(strategies=(STRATEGY,), seeds=(), max_token_limit=MAX_LIMIT)
+        return SnapshotReader(self.service, self.cache, RedisCoordination(
+            self.cache.redis, self.cache.keys), config, metrics=ReaderMetrics.create(),
+            clock_ms=lambda: NOW_MS + 1_000)
+
+    def viewers(self, doughnut_url: str | None = None, **book: Any) -> Viewers:
+        """Doughnut's users: tokens on this site's clock, and web sessions asked of Doughnut."""
         source = self.service.store
         tokens = TokenBook(book.get("lookup", source.token_owner),  # type: ignore[attr-defined]
                            ttl_ms=TOKEN_TTL_MS, clock_ms=lambda: self.now_ms[0],
                            wall_ms=lambda: NOW_MS, on_lookup=self.lookups.append)
-        config = ReaderConfig(strategies=(STRATEGY,), seeds=(), max_token_limit=MAX_LIMIT)
-        reader = SnapshotReader(self.service, self.cache, RedisCoordination(
-            self.cache.redis, self.cache.keys), config, metrics=ReaderMetrics.create(),
-            clock_ms=lambda: NOW_MS + 1_000)
-        app = create_app(reader, reader_token=None if mode == "doughnut" else SHARED,
-                         registry=CollectorRegistry(), health=health_of(self.cache, source),
-                         doughnut=DoughnutAuth(mode, book=tokens, shared_token=SHARED))
-        return TestClient(app, raise_server_exceptions=False)
+        sessions = None if doughnut_url is None else SessionBook(
+            DoughnutSessions(doughnut_url), ttl_ms=TOKEN_TTL_MS, clock_ms=lambda: self.now_ms[0])
+        return Viewers(tokens, sessions)
 
     def live(self, name: str, limit: int = 2000, viewer: Viewer | None = None,
              markdown: bool = False) -> bytes:

@@ -25,7 +25,13 @@ import uvicorn
 
 NGINX = "/usr/sbin/nginx"
 CONF = Path(__file__).resolve().parents[1] / "ops" / "nginx" / "graphrag.conf"
-SEARCH_ANSWER = [{"noteTopology": {"id": 2, "title": "B"}, "distance": 0.1}]
+#: what Doughnut's ``POST /api/notes/search`` answers (``RelationshipLiteralSearchHit``s): the fields
+#: Doughnut's MCP server reads (``hitKind``, ``noteSearchResult``) are there, so that server finds it
+SEARCH_ANSWER = [{"hitKind": "NOTE", "noteSearchResult": {
+    "noteTopology": {"id": 2, "title": "B"}, "notebookId": 1, "notebookName": "Books",
+    "distance": 0.1}, "notebookId": 1, "notebookName": "Books", "distance": 0.1}]
+#: Doughnut's answer to whose web session a request carries
+SESSION_PATH = "/api/user/current-user-info"
 
 
 def free_port() -> int:
@@ -56,8 +62,24 @@ class Seen:
 
 @dataclass
 class Stub:
+    """Doughnut's backend: ``sessions`` maps a ``Cookie`` header to the user id of its session
+    (None: a principal with no user); ``sessions_down`` makes its user endpoint fail."""
+
     port: int
     received: list[Seen] = field(default_factory=list)
+    sessions: dict[str, int | None] = field(default_factory=dict)
+    sessions_down: bool = False
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def session_answer(self, cookie: str | None) -> tuple[int, bytes]:
+        if self.sessions_down:
+            return 500, b'{"error":"Internal Server Error"}'
+        user = self.sessions.get(cookie or "")
+        who = None if user is None else {"id": user, "name": f"user {user}"}
+        return 200, orjson.dumps({"user": who, "externalIdentifier": who and f"ext-{user}"})
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -67,12 +89,15 @@ class _Handler(BaseHTTPRequestHandler):
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         self.stub.received.append(Seen(self.command, self.path,
                                        {k.lower(): v for k, v in self.headers.items()}, body))
+        status = 200
         if (self.command, self.path) == ("POST", "/api/notes/search"):
             content = orjson.dumps(SEARCH_ANSWER)
+        elif (self.command, self.path) == ("GET", SESSION_PATH):
+            status, content = self.stub.session_answer(self.headers.get("Cookie"))
         else:
             content = orjson.dumps({"served_by": "doughnut-stub", "method": self.command,
                                     "path": self.path})
-        self.send_response(200)
+        self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(content)))
         self.end_headers()

@@ -104,6 +104,9 @@ def test_zero_negative_hex_limits_and_a_deleted_note_answer_as_doughnut_does(
     assert get(http, users, "A", "owner", "0")[::2] == (200, zero)
     assert get(http, users, "A", "owner", "-7")[::2] == (200, zero)
     assert get(http, users, "A", "owner", "0x10")[::2] == (200, users.live("A", 16, viewer=owner))
+    for huge in (2_000_000, 2**31 - 1):  # any Java int, as Doughnut takes it
+        assert get(http, users, "A", "owner", str(huge))[::2] == (200, users.live(
+            "A", huge, viewer=owner))
     assert get(http, users, "E", "owner") == (200, "live", users.live("E", viewer=owner))
     assert get(http, users, "E", None)[::2] == (401, NOT_LOGGED_IN)
 

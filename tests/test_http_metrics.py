@@ -11,6 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 from prometheus_client import CollectorRegistry
 
+from service.metrics import http_responses
 from tests.redis.readers import Clock, sqlite_service
 from tests.test_http import AUTH, READ_AT_MS, fake_store, make_app
 from worker.http.metrics import count_responses
@@ -21,7 +22,7 @@ def counted(tmp_path: Path) -> Iterator[tuple[TestClient, CollectorRegistry]]:
     with sqlite_service(tmp_path) as service:
         registry = CollectorRegistry()
         client = make_app(service, fake_store(), Clock(READ_AT_MS), registry)
-        count_responses(client.app, registry)  # type: ignore[arg-type]
+        count_responses(client.app, http_responses(registry))  # type: ignore[arg-type]
         with client:
             yield client, registry
 

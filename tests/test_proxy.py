@@ -9,6 +9,7 @@ and with the service stopped or failing, Doughnut answers the context paths too.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -53,8 +54,9 @@ def users() -> Iterator[Site]:
         yield s
 
 
-@pytest.fixture
-def stack(users: Site) -> Iterator[Stack]:
+@contextlib.contextmanager
+def stacked(users: Site) -> Iterator[Stack]:
+    """The stub of Doughnut and nginx in front of it and of the service's port (not yet served)."""
     users.now_ms[0] += 10 * TOKEN_TTL_MS  # nothing remembered from an earlier test
     port = free_port()
     with doughnut_stub() as stub, nginx(stub.port, port) as proxy:
@@ -62,6 +64,12 @@ def stack(users: Site) -> Iterator[Stack]:
             yield Stack(users, stub, proxy, port)
         finally:
             print(f"--- nginx error.log ---\n{proxy.error_log()}")  # shown when a test fails
+
+
+@pytest.fixture
+def stack(users: Site) -> Iterator[Stack]:
+    with stacked(users) as running:
+        yield running
 
 
 def context(users: Site, note: str, path: str = "graph", limit: int = 2000) -> str:

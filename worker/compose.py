@@ -34,8 +34,10 @@ from service.metrics import ReaderMetrics
 from service.ports import NoteSource, TokenOwner
 from service.reader import ReaderConfig, SnapshotReader
 from service.rebuild import RebuildReport, rebuild
+from service.sessions import SessionBook
 from service.users import TokenBook
 from storage.database import open_engine
+from storage.doughnut_web import DoughnutSessions
 from storage.encodings import load_cl100k
 from storage.profiles import open_source
 from storage.redis.binding import RedisBinding
@@ -201,6 +203,17 @@ class Wiring:
         return TokenBook(lookup, ttl_ms=self.settings.token_cache_s * 1000,
                          clock_ms=lambda: time.monotonic_ns() // 1_000_000, wall_ms=wall_ms,
                          on_lookup=lambda outcome: lookups.labels(outcome).inc() if lookups else None)
+
+    def session_book(self, lookups: Any = None) -> SessionBook | None:
+        """Doughnut's web sessions, asked of Doughnut (``GRAPHRAG_DOUGHNUT_URL``) and remembered
+        ``GRAPHRAG_SESSION_CACHE_S``; None when Doughnut's address is not set."""
+        s = self.settings
+        if s.doughnut_url is None:
+            return None
+        sessions = DoughnutSessions(s.doughnut_url, timeout_s=s.doughnut_timeout_ms / 1000)
+        return SessionBook(sessions, ttl_ms=s.session_cache_s * 1000,
+                           clock_ms=lambda: time.monotonic_ns() // 1_000_000,
+                           on_lookup=lambda outcome: lookups.labels(outcome).inc() if lookups else None)
 
     @cached_property
     def feed(self) -> FeedWatch:

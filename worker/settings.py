@@ -67,6 +67,18 @@ class Settings(BaseSettings):
     reader_auth: Literal["shared", "doughnut", "both"] = "shared"
     #: seconds a Doughnut token lookup is remembered (the delay before a revoked token is refused)
     token_cache_s: int = Field(default=5, ge=0, le=3_600)
+    #: Doughnut's backend (e.g. http://doughnut:8081), asked whose web session a request's cookie
+    #: carries (service.sessions); None: a cookie without a known token is handed to Doughnut (503)
+    doughnut_url: str | None = None
+    #: seconds a session's user is remembered (the delay before a signed-out session stops reading)
+    session_cache_s: int = Field(default=30, ge=0, le=3_600)
+    #: how long asking Doughnut whose session it is may take before the request is handed to it
+    doughnut_timeout_ms: int = Field(default=2_000, ge=50, le=60_000)
+    #: ``graphrag serve``'s public listener (Doughnut's two paths with Doughnut's credentials only;
+    #: what the proxy points at); None: one listener serves everything (docs: "Listeners")
+    public_port: int | None = Field(default=None, ge=1, le=65_535)
+    #: seconds a client may take to send a request's head before its connection is closed
+    header_timeout_s: float = Field(default=10.0, gt=0, le=600)
     webhook_secret: SecretStr | None = None
     webhook_max_events: int = Field(default=1000, ge=1, le=100_000)
     # Celery

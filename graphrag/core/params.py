@@ -22,6 +22,7 @@ from graphrag.core import strategy as registry
 from graphrag.core.errors import InvalidParameter
 
 __all__ = [
+    "JAVA_INT_MAX",
     "MAX_NOTE_ID",
     "MAX_TOKEN_LIMIT_CEILING",
     "Request",
@@ -30,7 +31,11 @@ __all__ = [
     "config_hash",
 ]
 
-MAX_TOKEN_LIMIT_CEILING = 1_000_000  # above this a tokenLimit is a mistake, not a budget
+#: the service's own paths and commands: above this a tokenLimit is a mistake, not a budget
+MAX_TOKEN_LIMIT_CEILING = 1_000_000
+#: Doughnut's own paths take any Java ``int`` as tokenLimit (its walk is bounded by depth, not by
+#: the budget): the largest a computation accepts
+JAVA_INT_MAX = 2**31 - 1
 MAX_NOTE_ID = 2**32 - 1  # Doughnut's note.id is int unsigned
 
 
@@ -66,8 +71,8 @@ class Request:
 
     def __post_init__(self) -> None:
         check_note_id(self.focus_id)
-        if not 0 <= self.token_limit <= MAX_TOKEN_LIMIT_CEILING:
-            raise InvalidParameter("tokenLimit", f"must be between 0 and {MAX_TOKEN_LIMIT_CEILING}")
+        if not 0 <= self.token_limit <= JAVA_INT_MAX:
+            raise InvalidParameter("tokenLimit", f"must be between 0 and {JAVA_INT_MAX}")
 
     @property
     def sizing_limit(self) -> int:

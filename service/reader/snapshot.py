@@ -43,6 +43,7 @@ from graphrag import (
     strategy_names,
 )
 from graphrag.core.errors import CacheUnavailable, Unavailable
+from graphrag.core.params import JAVA_INT_MAX, MAX_TOKEN_LIMIT_CEILING
 from graphrag.wiki.model import Viewer
 from service.answers import Ask, envelope_body, parse_ask, trace_viewer
 from service.context import ContextService
@@ -127,10 +128,11 @@ class SnapshotReader:
         if strategy is not None:
             get_strategy(strategy)
         name = strategy if strategy is not None else self._default(note_id, token_limit, seed)
-        least = 0 if doughnut and get_strategy(name).limits == "trace" else 1  # today's Doughnut
+        doughnuts = doughnut and get_strategy(name).limits == "trace"  # today's Doughnut's paths
         ask = parse_ask(note_id, strategy=name, token_limit=token_limit, seed=seed, viewer=viewer,
                         fmt=fmt, seeds=c.seeds, max_token_limit=c.max_token_limit,
-                        least_token_limit=least)
+                        least_token_limit=0 if doughnuts else 1,
+                        most_token_limit=JAVA_INT_MAX if doughnuts else MAX_TOKEN_LIMIT_CEILING)
         seed = ask.seed
         if seed is None and not ask.traced:
             seed = self.rng.choice(c.seeds)

@@ -198,7 +198,7 @@ def test_a_memo_of_no_entries_is_refused() -> None:
         MemoCounter(Tally(), max_entries=0)
 
 
-@pytest.mark.parametrize("limit", [-1, 1_000_001])
+@pytest.mark.parametrize("limit", [-1, 2**31])
 def test_token_limit_out_of_range_is_rejected(limit: int) -> None:
     with pytest.raises(InvalidParameter):
         Request(1, 0, limit, 0)

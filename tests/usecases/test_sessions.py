@@ -90,7 +90,7 @@ def test_a_doughnut_that_cannot_be_asked_is_an_error_never_nobody_and_is_not_rem
         viewers.viewer_of(None, "SESSION=b")
     doughnut.down = False
     assert viewers.viewer_of(None, "SESSION=b").user_id == 9
-    assert outcomes == ["user"]
+    assert outcomes == ["error", "user"]
 
 
 def test_cookies_are_remembered_by_digest_only() -> None:
@@ -102,6 +102,11 @@ def test_cookies_are_remembered_by_digest_only() -> None:
     assert "secret-value" not in remembered
 
 
-def test_without_sessions_configured_a_cookie_changes_nothing() -> None:
-    tokens = TokenBook({}.get, ttl_ms=5_000, clock_ms=Clock(), wall_ms=lambda: 10**12)
-    assert Viewers(tokens).viewer_of(None, "SESSION=b") == ANONYMOUS
+def test_without_doughnut_to_ask_a_cookie_without_a_known_token_is_handed_on() -> None:
+    tokens = TokenBook({"t-ann": TokenOwner(7, None)}.get, ttl_ms=5_000, clock_ms=Clock(),
+                       wall_ms=lambda: 10**12)
+    viewers = Viewers(tokens)
+    assert viewers.viewer_of("t-ann", "SESSION=b").user_id == 7
+    assert viewers.viewer_of(None, None) == ANONYMOUS
+    with pytest.raises(Unavailable, match="GRAPHRAG_DOUGHNUT_URL"):
+        viewers.viewer_of("unknown", "SESSION=b")

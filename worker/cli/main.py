@@ -166,19 +166,26 @@ def rebuild(note_ids: tuple[int, ...], everything: bool, queued: bool, status: b
 
 
 @main.command()
-@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="The internal listener's address (everything: the shared token, /metrics, ...).")
 @click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True)
+@click.option("--public-host", default=None, help="The public listener's address [default: --host].")
+@click.option("--public-port", type=click.IntRange(1, 65535), default=None,
+              help="A public listener: Doughnut's two paths with Doughnut's credentials only, for the "
+                   "proxy in front of Doughnut [env GRAPHRAG_PUBLIC_PORT; default: none].")
 @db_option
 @reports_errors
-def serve(host: str, port: int, database_url: str | None) -> None:
-    """Serve results over HTTP (needs GRAPHRAG_READER_TOKEN)."""
-    import uvicorn
-
+def serve(host: str, port: int, public_host: str | None, public_port: int | None,
+          database_url: str | None) -> None:
+    """Serve results over HTTP (needs GRAPHRAG_READER_TOKEN unless GRAPHRAG_READER_AUTH=doughnut)."""
+    from worker.http.listen import Listeners
+    from worker.http.listen import serve as run
     from worker.http.server import build_http_app
     from worker.settings import load_settings
 
-    settings = load_settings(database_url=database_url)
-    uvicorn.run(build_http_app(settings), host=host, port=port, log_level="info")
+    settings = load_settings(database_url=database_url, public_port=public_port)
+    listeners = Listeners(host, port, public_host, settings.public_port)
+    run(build_http_app(settings), listeners, header_timeout_s=settings.header_timeout_s)
 
 
 @main.command()

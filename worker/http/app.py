@@ -36,7 +36,7 @@ from worker.http.doughnut_paths import PATHS as DOUGHNUT_PATHS
 from worker.http.doughnut_paths import DoughnutAuth, DoughnutQuery, install
 from worker.http.webhook import MAX_BODY_BYTES, WebhookReceiver
 
-__all__ = ["create_app"]
+__all__ = ["create_app", "install_error_handlers", "respond"]
 
 log = logging.getLogger("graphrag.http")
 _MAX_INT_DIGITS = 12  # larger numbers are rejected before int() so hostile input stays cheap
@@ -71,6 +71,22 @@ def _error(status: int, message: str, **extra: Any) -> JSONResponse:
     return JSONResponse({"error": message, **extra}, status_code=status)
 
 
+def respond(request: HttpRequest, served: Served, media_type: str = "application/json",
+            content: bytes | None = None) -> Response:
+    """A read's answer: its body, where it came from and how old, and its validators (a
+    conditional read that names it gets 304)."""
+    body = served.body if content is None else content
+    headers = {"X-Graphrag-Source": served.source, "X-Graphrag-Age": str(int(served.age_s))}
+    if served.reason is not None:
+        headers["X-Graphrag-Reason"] = served.reason
+    tags = validators(body, request.url.path, request.query_params,
+                      computed_s=served.computed_at_ms / 1000)
+    headers.update(tags.headers)
+    if tags.not_modified(request.headers.get("if-none-match")):
+        return Response(status_code=304, headers=headers)
+    return Response(body, media_type=media_type, headers=headers)
+
+
 def create_app(
     reader: SnapshotReader, *, reader_token: str | None, registry: CollectorRegistry,
     health: Callable[[], dict[str, str]], webhook: WebhookReceiver | None = None,
@@ -93,19 +109,6 @@ def create_app(
             seed=_int("seed", q.seed, minimum=-(2**63)), strategy=q.strategy,
             viewer=None if viewer is None else Viewer(user_id=viewer), fmt=fmt,
         )
-
-    def respond(request: HttpRequest, served: Served, media_type: str = "application/json",
-                content: bytes | None = None) -> Response:
-        body = served.body if content is None else content
-        headers = {"X-Graphrag-Source": served.source, "X-Graphrag-Age": str(int(served.age_s))}
-        if served.reason is not None:
-            headers["X-Graphrag-Reason"] = served.reason
-        tags = validators(body, request.url.path, request.query_params,
-                          computed_s=served.computed_at_ms / 1000)
-        headers.update(tags.headers)
-        if tags.not_modified(request.headers.get("if-none-match")):
-            return Response(status_code=304, headers=headers)
-        return Response(body, media_type=media_type, headers=headers)
 
     @app.get("/notes/{note_id}/graph", summary="The context of a note (JSON)")
     def graph(request: HttpRequest, note_id: str, q: Annotated[_Query, Depends()]) -> Response:
@@ -145,7 +148,7 @@ def create_app(
     def metrics() -> Response:
         return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
 
-    _install_error_handlers(app)
+    install_error_handlers(app)
     app.add_middleware(BearerGate, token=reader_token or None, public=_PUBLIC_PATHS,
                        open_paths=None if auth.mode == "shared" else DOUGHNUT_PATHS)
     return app
@@ -169,7 +172,7 @@ async def _bounded_body(request: HttpRequest, limit: int) -> bytes | None:
     return b"".join(chunks)
 
 
-def _install_error_handlers(app: FastAPI) -> None:
+def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_: HttpRequest, err: Exception) -> JSONResponse:
         assert isinstance(err, StarletteHTTPException)

@@ -29,7 +29,7 @@ from fastapi.responses import Response
 from service.doughnut_api import DoughnutRead, Refusal, answer
 from service.doughnut_errors import body_of
 from service.reader import Served, SnapshotReader
-from service.users import TokenBook
+from service.sessions import Viewers
 from worker.gate import carries, digest_of
 
 __all__ = ["AUTH_MODES", "DoughnutAuth", "DoughnutQuery", "install"]
@@ -47,22 +47,28 @@ class DoughnutQuery:
     seed: Annotated[str | None, Query()] = None
     viewer: Annotated[str | None, Query(description="user id whose view (shared mode only)")] = None
     authorization: Annotated[str | None, Header()] = None
+    cookie: Annotated[str | None, Header(description="Doughnut's web session")] = None
 
 
 @dataclass(frozen=True)
 class DoughnutAuth:
-    """How Doughnut's paths authenticate: ``mode`` (:data:`AUTH_MODES`), Doughnut's tokens
-    (``book``, doughnut/both) and the service's shared token (shared/both)."""
+    """How Doughnut's paths authenticate: ``mode`` (:data:`AUTH_MODES`), Doughnut's users (their
+    tokens and web sessions: ``viewers``, doughnut/both) and the service's shared token
+    (shared/both)."""
 
     mode: str
-    book: TokenBook | None = None
+    viewers: Viewers | None = None
     shared_token: str | None = None
 
     def __post_init__(self) -> None:
         if self.mode not in AUTH_MODES:
             raise ValueError(f"GRAPHRAG_READER_AUTH must be one of {', '.join(AUTH_MODES)}")
-        if self.mode != "shared" and self.book is None:
-            raise ValueError("Doughnut's tokens need a token book")
+        if self.mode != "shared" and self.viewers is None:
+            raise ValueError("Doughnut's users need their tokens (and sessions)")
+
+    def public(self) -> DoughnutAuth:
+        """The same users on the public listener: Doughnut's credentials only, no shared token."""
+        return DoughnutAuth("doughnut", viewers=self.viewers)
 
     def shared(self, authorization: str | None) -> bool:
         """Whether the request reads with the service's shared token (today's behaviour)."""
@@ -92,10 +98,10 @@ def install(app: FastAPI, reader: SnapshotReader, auth: DoughnutAuth,
     def serve(request: HttpRequest, note_id: str, q: DoughnutQuery, fmt: str) -> Response:
         if auth.shared(q.authorization):
             return respond(request, shared_read(note_id, q, fmt))
-        assert auth.book is not None
+        assert auth.viewers is not None
+        read = DoughnutRead(note_id, q.token_limit, _bearer(q.authorization), fmt, q.cookie)
         try:
-            served = answer(reader, auth.book,
-                            DoughnutRead(note_id, q.token_limit, _bearer(q.authorization), fmt))
+            served = answer(reader, auth.viewers, read)
         except Refusal as refusal:
             error = body_of(refusal, request.url.path, dt.datetime.now(dt.UTC))
             return Response(error.body, status_code=error.status, media_type=error.media_type)

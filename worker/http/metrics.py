@@ -13,11 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from fastapi import FastAPI
-from prometheus_client import CollectorRegistry, Counter
+from prometheus_client import Counter
 from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
-
-from service.metrics import http_responses
 
 __all__ = ["ResponseCounter", "count_responses"]
 
@@ -56,7 +54,7 @@ class ResponseCounter:
         return UNMATCHED
 
 
-def count_responses(app: FastAPI, registry: CollectorRegistry) -> FastAPI:
-    """``app`` with its responses counted on ``registry``."""
-    app.add_middleware(ResponseCounter, counter=http_responses(registry), routes=app.router.routes)
+def count_responses(app: FastAPI, counter: Counter) -> FastAPI:
+    """``app`` with its responses counted in ``counter`` (service.metrics.http_responses)."""
+    app.add_middleware(ResponseCounter, counter=counter, routes=app.router.routes)
     return app
