@@ -79,6 +79,12 @@ class Settings(BaseSettings):
     public_port: int | None = Field(default=None, ge=1, le=65_535)
     #: seconds a client may take to send a request's head before its connection is closed
     header_timeout_s: float = Field(default=10.0, gt=0, le=600)
+    # MCP (worker.mcp): what one client may hold
+    mcp_max_subscriptions: int = Field(default=100, ge=1, le=100_000)
+    mcp_max_listen_uris: int = Field(default=100, ge=1, le=100_000)
+    mcp_max_listens: int = Field(default=1_000, ge=1, le=100_000)
+    mcp_max_sessions: int = Field(default=1_000, ge=1, le=100_000)
+    mcp_session_idle_s: float = Field(default=1_800.0, gt=0, le=86_400)
     webhook_secret: SecretStr | None = None
     webhook_max_events: int = Field(default=1000, ge=1, le=100_000)
     # Celery

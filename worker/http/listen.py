@@ -10,7 +10,7 @@ configure, and nothing changes for a deployment that had one address).
 
 One server and one event loop carry both (:class:`ByListener` picks the app by the port the
 connection came in on), so they share the reader, its connections and its caches. Every
-connection has a deadline for its request's head (worker.http.deadline).
+connection has a deadline for its request's head (worker.deadline).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import uvicorn
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from graphrag.core.errors import ConfigurationError
-from worker.http.deadline import with_head_deadline
+from worker.deadline import with_head_deadline
 
 __all__ = ["ByListener", "Listeners", "bound", "serve"]
 

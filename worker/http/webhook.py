@@ -96,6 +96,11 @@ class WebhookReceiver:
     def receive(self, body: bytes, headers: Mapping[str, str]) -> Reply:
         if len(body) > MAX_BODY_BYTES:
             return Reply(413, {"error": f"body larger than {MAX_BODY_BYTES} bytes"})
+        try:  # Standard Webhooks signs text: a body that is not UTF-8 cannot be checked at all
+            body.decode("utf-8")
+        except UnicodeDecodeError as err:
+            return Reply(400, {"error": f"the body is not UTF-8 text (byte {err.start}); events are "
+                                        "JSON, which is"})
         try:
             self._webhook.verify(body, dict(headers), json_parse=False)
         except (WebhookVerificationError, ValueError) as err:

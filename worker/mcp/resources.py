@@ -51,9 +51,14 @@ class NoteResource:
         return _MIME[self.fmt]
 
 
+#: more digits than any id or tokenLimit has (and far below what int() refuses to convert)
+_MAX_DIGITS = 20
+
+
 def _whole(name: str, text: str, low: int) -> int:
-    if not text.isdigit() or int(text) <= low:
-        raise InvalidParameter(name, f"{text!r} is not a whole number above {low}")
+    """``text`` as a whole number above ``low``: ASCII digits only, and not too many of them."""
+    if not (text.isascii() and text.isdigit()) or len(text) > _MAX_DIGITS or int(text) <= low:
+        raise InvalidParameter(name, f"{text[:32]!r} is not a whole number above {low}")
     return int(text)
 
 

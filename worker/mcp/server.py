@@ -42,7 +42,7 @@ import math
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any
+from typing import Any, NamedTuple
 
 import anyio
 import anyio.to_thread
@@ -58,13 +58,14 @@ from graphrag import GraphRagError, InvalidParameter
 from graphrag.core.errors import ConfigurationError
 from service.ports import SnapshotChanges
 from worker.compose import Wiring
+from worker.deadline import with_head_deadline
 from worker.mcp.errors import error_text
-from worker.mcp.http import http_app
+from worker.mcp.http import SessionLimits, http_app
 from worker.mcp.source import Answer, ContextSource, ReaderContext
-from worker.mcp.subscriptions import Resources
+from worker.mcp.subscriptions import DEFAULT_LIMITS, Limits, Resources
 from worker.mcp.texts import NOTE_ID_DESCRIPTION, TEXTS_2025, TEXTS_2026, ToolTexts, texts_for
 from worker.refresh import BackgroundRefresher
-from worker.settings import load_settings
+from worker.settings import Settings, load_settings
 
 __all__ = ["AGE_META", "REASON_META", "SOURCE_META", "build_server", "main"]
 
@@ -153,7 +154,7 @@ def _answer_result(answer: Answer) -> types.CallToolResult:
 
 def build_server(source: ContextSource,
                  texts: ToolTexts | Callable[[], ToolTexts] = TEXTS_2025,
-                 changes: SnapshotChanges | None = None) -> Server[Any]:
+                 changes: SnapshotChanges | None = None, limits: Limits = DEFAULT_LIMITS) -> Server[Any]:
     """The MCP server over ``source``; ``texts`` are Doughnut's texts for the database's profile,
     or how to find them (asked at the first listing, so a server may start while the database is
     down; until it answers, today's texts are listed). With ``changes``, each note's context is
@@ -188,7 +189,7 @@ def build_server(source: ContextSource,
     if changes is None:
         return Server("doughnut-graphrag", version=_version(), on_list_tools=list_tools,
                       on_call_tool=call_tool)
-    resources = Resources(source, changes)
+    resources = Resources(source, changes, limits)
     return Server("doughnut-graphrag", version=_version(), on_list_tools=list_tools,
                   on_call_tool=call_tool, lifespan=resources.running,
                   on_list_resources=resources.list_resources,
@@ -228,8 +229,16 @@ async def _serve_stdio(server: Server[Any]) -> None:
 # -- the process ---------------------------------------------------------------------------------
 
 
-def _wire(transport: str) -> tuple[ContextSource, Callable[[], ToolTexts], str, Callable[[], None],
-                                   SnapshotChanges]:
+class _Wired(NamedTuple):
+    source: ContextSource
+    texts: Callable[[], ToolTexts]
+    token: str
+    stop: Callable[[], None]
+    changes: SnapshotChanges
+    settings: Settings
+
+
+def _wire(transport: str) -> _Wired:
     """The reader as ``graphrag serve`` wires it (stale snapshots refreshed in the background)."""
     settings = load_settings()
     token = settings.reader_token.get_secret_value() if settings.reader_token else ""
@@ -240,8 +249,8 @@ def _wire(transport: str) -> tuple[ContextSource, Callable[[], ToolTexts], str, 
     refresher = BackgroundRefresher(lambda note_id: wiring.rebuild([note_id]), wiring.coordination,
                                     wiring.dirty)
     reader = wiring.reader(on_stale=refresher)
-    return (ReaderContext(reader), lambda: texts_for(wiring.strategies()[0]), token,
-            refresher.shutdown, wiring.changes)
+    return _Wired(ReaderContext(reader), lambda: texts_for(wiring.strategies()[0]), token,
+                  refresher.shutdown, wiring.changes, settings)
 
 
 def _stderr_logging() -> dict[str, Any]:
@@ -265,19 +274,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(stream=sys.stderr, level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        source, texts, token, stop, changes = _wire(args.transport)
+        wired = _wire(args.transport)
     except GraphRagError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
-    server = build_server(source, texts, changes)
+    s = wired.settings
+    server = build_server(wired.source, wired.texts, wired.changes,
+                          Limits(s.mcp_max_subscriptions, s.mcp_max_listen_uris, s.mcp_max_listens))
     try:
         if args.transport == "stdio":
             anyio.run(_serve_stdio, server)
         else:
-            uvicorn.run(http_app(server, token=token, host=args.host), host=args.host, port=args.port,
-                        log_config=_stderr_logging(), timeout_graceful_shutdown=GRACE_S)
+            app = http_app(server, token=wired.token, host=args.host, sessions=SessionLimits(
+                s.mcp_max_sessions, s.mcp_session_idle_s))
+            uvicorn.run(app, host=args.host, port=args.port, log_config=_stderr_logging(),
+                        timeout_graceful_shutdown=GRACE_S, timeout_keep_alive=5,
+                        http=with_head_deadline(s.header_timeout_s))
     finally:
-        stop()
+        wired.stop()
     return 0
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -39,7 +40,7 @@ from worker.mcp.resources import NoteResource, parse_uri, read, templates
 from worker.mcp.source import ContextSource
 from worker.mcp.watch import ResourceWatch
 
-__all__ = ["RESOURCE_NOT_FOUND", "Resources"]
+__all__ = ["RESOURCE_NOT_FOUND", "Limits", "Resources"]
 
 log = logging.getLogger("graphrag.mcp")
 #: The MCP specification's error code for a resource that does not exist.
@@ -70,14 +71,31 @@ def _on_close(ctx: ServerRequestContext[Any], then: Callable[[], None]) -> None:
         stack.callback(then)
 
 
+@dataclass(frozen=True)
+class Limits:
+    """What clients may hold: subscriptions per session (``GRAPHRAG_MCP_MAX_SUBSCRIPTIONS``), URIs
+    per listen stream (``GRAPHRAG_MCP_MAX_LISTEN_URIS``) and listen streams at once
+    (``GRAPHRAG_MCP_MAX_LISTENS``). Each subscription costs a watch, a first read and about 8 KB;
+    past a limit the request is refused with an error that names it."""
+
+    per_session: int = 100
+    per_listen: int = 100
+    #: listen streams open at once, all clients together (each holds up to ``per_listen``)
+    streams: int = 1_000
+
+
+DEFAULT_LIMITS = Limits()
+
+
 class Resources:
     """The handlers ``build_server`` registers, over one source and one change listener."""
 
-    def __init__(self, source: ContextSource, changes: SnapshotChanges) -> None:
-        self.source = source
+    def __init__(self, source: ContextSource, changes: SnapshotChanges,
+                 limits: Limits = DEFAULT_LIMITS) -> None:
+        self.source, self.limits = source, limits
         self.watch = ResourceWatch(source, changes.listener(), self._updated)
         self.bus = InMemorySubscriptionBus()
-        self._listen = ListenHandler(self.bus, max_subscriptions=10_000)
+        self._listen = ListenHandler(self.bus, max_subscriptions=limits.streams)
         self._sessions: dict[str, dict[object, Any]] = {}  # uri -> session key -> session
         self._held: dict[object, set[str]] = {}  # session key -> the uris it subscribed to
 
@@ -120,6 +138,10 @@ class Resources:
 
     async def subscribe(self, ctx: ServerRequestContext[Any],
                         params: types.SubscribeRequestParams) -> types.EmptyResult:
+        held = self._held.get(_connection(ctx), set())
+        if len(held) >= self.limits.per_session and str(params.uri) not in held:
+            raise MCPError(types.INVALID_PARAMS, f"this session holds {len(held)} subscriptions, "
+                           "the most GRAPHRAG_MCP_MAX_SUBSCRIPTIONS allows: unsubscribe first")
         resource, seen = await self._add(str(params.uri))
         key, sessions = _connection(ctx), self._sessions.setdefault(resource.uri, {})
         if key in sessions:  # subscribed already: one subscription per session
@@ -145,9 +167,13 @@ class Resources:
     async def listen(self, ctx: ServerRequestContext[Any],
                      params: types.SubscriptionsListenRequestParams
                      ) -> types.SubscriptionsListenResult:
+        asked = params.notifications.resource_subscriptions or ()
+        if len(asked) > self.limits.per_listen:
+            raise MCPError(types.INVALID_PARAMS, f"{len(asked)} resources in one listen; at most "
+                           f"{self.limits.per_listen} (GRAPHRAG_MCP_MAX_LISTEN_URIS)")
         kept: list[tuple[NoteResource, bytes]] = []
         try:
-            for uri in params.notifications.resource_subscriptions or ():
+            for uri in asked:
                 try:
                     kept.append(await self._add(uri))
                 except MCPError as err:

@@ -1,4 +1,4 @@
-"""A deadline for a request's head on the service's own listener.
+"""A deadline for a request's head on the service's own listeners (graphrag serve, graphrag mcp).
 
 uvicorn closes an idle keep-alive connection after ``timeout_keep_alive``, but once a client has sent
 the first byte of a request nothing bounds how long it may take to send the rest of the head: one
