@@ -3,15 +3,19 @@ from the committed results (the keys the report reads are the ones latest.json k
 
 from __future__ import annotations
 
+import importlib.util
 import math
+import re
 from pathlib import Path
 
 import orjson
 from hypothesis import given
 from hypothesis import strategies as st
 
+import ops.bench
 from ops.bench.graph import pages
-from ops.bench.plan import PAGE, percentile, size_name
+from ops.bench.helpers import percentile
+from ops.bench.plan import PAGE, size_name
 from ops.bench.report import render_markdown
 from ops.bench.targets import TARGETS
 
@@ -125,3 +129,23 @@ def test_the_full_path_table_shows_the_warm_ceiling_when_the_run_has_one() -> No
     assert "| warm |" in render_markdown(results)
     full["speedup_warm"] = 7.77
     assert "| 7.77× |" in render_markdown(results)
+
+
+def _where() -> dict[str, str]:
+    """ops.bench's table of where each figure is measured: key (or dotted prefix) -> module."""
+    block = (ops.bench.__doc__ or "").split("::\n\n", 1)[1].split("\n\n", 1)[0]
+    table: dict[str, str] = {}
+    for line in block.splitlines():
+        keys, module, *_ = re.split(r"\s{2,}", line.strip())
+        table.update(dict.fromkeys(keys.split(", "), module))
+    return table
+
+
+def test_every_figure_of_the_committed_results_says_which_module_measures_it() -> None:
+    where = _where()
+    results = orjson.loads((RESULTS / "latest.json").read_bytes())
+    assert set(results) <= set(where), set(results) - set(where)
+    for key, module in where.items():
+        assert key.split(".")[0] in where, key  # a sub-key's section has an entry of its own
+        assert importlib.util.find_spec(module) is not None, (key, module)
+

@@ -26,10 +26,11 @@ from graphrag import GraphRagError
 from ops.bench.cdc import cdc_section
 from ops.bench.cluster import cluster_section
 from ops.bench.graph import Graph, graph_counts, machine_info, open_graph, pages
+from ops.bench.helpers import elapsed_s, ratio, say, worst
 from ops.bench.invalidation import broker_section, restore_titles, services_section
 from ops.bench.live import live_section
 from ops.bench.memory import memory_section
-from ops.bench.plan import FULL, QUICK, Bench, BenchError, elapsed_s, ratio, say, worst
+from ops.bench.plan import FULL, QUICK, Bench, BenchError
 from ops.bench.profile import profile_section
 from ops.bench.reader import reader_section
 from ops.bench.rebuild import rebuild_section

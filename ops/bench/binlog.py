@@ -14,15 +14,14 @@ import contextlib
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from graphrag import GraphRagError
-from ops.bench.plan import BenchError, say, wait_for
-from storage.database import close_engine, open_engine, server_version
+from ops.bench.helpers import database_holds, free_port, say, wait_for
+from ops.bench.plan import BenchError
+from storage.database import Database, server_version
 
 __all__ = ["private_binlog_server"]
 
@@ -42,6 +41,11 @@ def _chown(path: Path) -> None:
             os.chown(name, entry.pw_uid, entry.pw_gid)
 
 
+def _answers(engine: Database) -> bool:
+    server_version(engine)
+    return True
+
+
 def _run(command: list[str]) -> None:
     try:
         subprocess.run(command, check=True, capture_output=True, timeout=120)
@@ -49,28 +53,11 @@ def _run(command: list[str]) -> None:
         raise BenchError(f"{Path(command[0]).name} failed: {err}") from err
 
 
-def _answers(url: str) -> bool:
-    engine = open_engine(url)
-    try:
-        server_version(engine)
-        return True
-    except GraphRagError:
-        return False
-    finally:
-        close_engine(engine)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @contextlib.contextmanager
 def private_binlog_server() -> Iterator[str]:
     """The root URL (no database) of a fresh MariaDB with a ROW/FULL/FULL binary log."""
     base = Path(tempfile.mkdtemp(prefix="graphrag-bench-binlog-"))
-    data, port = base / "data", _free_port()
+    data, port = base / "data", free_port()
     proc: subprocess.Popen[bytes] | None = None
     try:
         _chown(base)
@@ -83,7 +70,7 @@ def private_binlog_server() -> Iterator[str]:
              "--binlog-row-metadata=FULL", "--server-id=1", *_user()],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         url = f"mysql+pymysql://root@127.0.0.1:{port}"
-        if not wait_for(lambda: proc.poll() is None and _answers(url), 30, 0.2):
+        if not wait_for(lambda: proc.poll() is None and database_holds(url, _answers), 30, 0.2):
             raise BenchError(f"the private MariaDB on port {port} did not start")
         say(f"private MariaDB with a binary log on port {port}")
         yield url

@@ -29,9 +29,10 @@ import httpx
 
 from ops.bench.binlog import private_binlog_server
 from ops.bench.graph import Graph, open_graph, pages, wiring_for
+from ops.bench.helpers import latency_figures, say, wait_for
 from ops.bench.invalidation import edit_latencies, edit_pairs, set_titles
 from ops.bench.notify import notification_latencies
-from ops.bench.plan import EDIT_MARK, WARMUP_EDITS, Bench, BenchError, percentile, rounded, say, wait_for
+from ops.bench.plan import EDIT_MARK, WARMUP_EDITS, Bench, BenchError
 from ops.bench.services import process_group, services
 from storage.binlog import current_position
 from storage.database import close_engine
@@ -50,11 +51,6 @@ def _cdc_command() -> list[str]:
 
 def _follows(log: Path) -> bool:
     return "following the log" in log.read_text(errors="replace")
-
-
-def _figures(latencies: list[float], timeouts: int) -> dict[str, Any]:
-    return {"p50_ms": percentile(latencies, .5), "p95_ms": percentile(latencies, .95),
-            "edits": len(latencies) + timeouts, "timeouts": timeouts, "samples_ms": rounded(latencies)}
 
 
 def _commit_burst(bench: Bench, graph: Graph, notes: list[int]) -> float:
@@ -100,13 +96,15 @@ def _measure(bench: Bench, graph: Graph) -> dict[str, Any]:
     with services(bench, graph) as svc, httpx.Client(base_url=svc.base_url, timeout=10) as http, \
             tempfile.TemporaryDirectory(prefix="graphrag-bench-cdc-") as tmp:
         edit_latencies(bench, graph, svc, pairs[:WARMUP_EDITS], http, "hw")
-        webhook = _figures(*edit_latencies(bench, graph, svc, pairs[WARMUP_EDITS:edits], http, "h"))
+        webhook = latency_figures(*edit_latencies(bench, graph, svc, pairs[WARMUP_EDITS:edits], http,
+                                                  "h"))
         log = Path(tmp) / "cdc.log"
         with process_group(_cdc_command(), svc.env, log, partial(_follows, log), "graphrag cdc"):
             edit_latencies(bench, graph, svc, pairs[edits:edits + WARMUP_EDITS], http, "cw",
                            webhook=False)
-            cdc = _figures(*edit_latencies(bench, graph, svc, pairs[edits + WARMUP_EDITS:2 * edits],
-                                           http, "c", webhook=False))
+            cdc = latency_figures(*edit_latencies(bench, graph, svc,
+                                                  pairs[edits + WARMUP_EDITS:2 * edits], http, "c",
+                                                  webhook=False))
             notified = notification_latencies(bench, graph, svc, pairs[2 * edits:],
                                               Path(tmp) / "mcp.log")
         committed_s = _commit_burst(bench, graph, [p[0] for p in pairs])  # while cdc is stopped

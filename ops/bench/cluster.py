@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import random
 import shutil
 import socket
 import subprocess
@@ -24,10 +23,10 @@ from typing import Any
 import httpx
 
 from ops.bench.graph import Graph, wiring_for
-from ops.bench.invalidation import burst, edit_pairs, single_edits
-from ops.bench.plan import WARMUP_EDITS, Bench, BenchError, say, wait_for
-from ops.bench.services import broker_idle, services
-from storage.profiles import admin_2025
+from ops.bench.helpers import listening, say, wait_for
+from ops.bench.invalidation import burst, edit_plan, quiet, single_edits
+from ops.bench.plan import WARMUP_EDITS, Bench, BenchError
+from ops.bench.services import services
 from storage.redis import probe
 from storage.redis.client import build_client
 
@@ -63,7 +62,7 @@ def local_cluster(primaries: int = 3) -> Iterator[str]:
                  str(folder / "nodes.conf"), "--dir", str(folder), "--save", "", "--appendonly", "no"],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         nodes = [f"127.0.0.1:{ports[2 * i]}" for i in range(primaries)]
-        if not wait_for(lambda: all(_answers(n) for n in nodes), 10, 0.05):
+        if not wait_for(lambda: all(listening(ports[2 * i]) for i in range(primaries)), 10, 0.05):
             raise BenchError("the cluster's redis-server processes did not start")
         subprocess.run(["redis-cli", "--cluster", "create", *nodes, "--cluster-replicas", "0",
                         "--cluster-yes"], capture_output=True, timeout=60, check=True)
@@ -78,13 +77,6 @@ def local_cluster(primaries: int = 3) -> Iterator[str]:
             proc.terminate()
             proc.wait(10)
         shutil.rmtree(root, ignore_errors=True)
-
-
-def _answers(node: str) -> bool:
-    host, port = node.split(":")
-    with contextlib.suppress(OSError), socket.create_connection((host, int(port)), timeout=0.2):
-        return True
-    return False
 
 
 def cluster_section(bench: Bench, graph: Graph, foci: list[int]) -> dict[str, Any]:
@@ -104,12 +96,9 @@ def cluster_section(bench: Bench, graph: Graph, foci: list[int]) -> dict[str, An
 
 
 def _edits(bench: Bench, graph: Graph, foci: list[int]) -> dict[str, Any]:
-    pairs = edit_pairs(bench, graph, foci, WARMUP_EDITS + bench.plan.edits)
-    used = {n for pair in pairs for n in pair}
-    plain = sorted(admin_2025.live_plain_ids(graph.engine, foci) - used)
-    notes = random.Random(bench.seed + 8).sample(plain, min(bench.plan.burst_notes, len(plain)))
+    pairs, notes = edit_plan(bench, graph, foci, WARMUP_EDITS + bench.plan.edits, 8)
     wiring = wiring_for(bench, graph, "main")
     with services(bench, graph) as svc, httpx.Client(base_url=svc.base_url, timeout=10) as http:
         single = single_edits(bench, graph, svc, pairs, http, "c")
-        wait_for(lambda: broker_idle(svc) and wiring.dirty.size() == 0, 60, 0.05)
+        quiet(svc, wiring)
         return {**single, **burst(bench, graph, svc, notes, http, "c")}

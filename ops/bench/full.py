@@ -34,7 +34,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from graphrag.wiki.focus.walk import forget_related_bodies
-from ops.bench.plan import Bench, figures, peak_rss_kb, ratio, say
+from ops.bench.helpers import figures, peak_rss_kb, ratio, say
+from ops.bench.plan import Bench
 from service.ports import NoteSource, Piece
 from storage.database import Database, StatementTally, counted_statements, open_engine
 from storage.profiles import open_source

@@ -22,15 +22,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from graphrag import GraphRagError
-from ops.bench.plan import EDIT_MARK, PAGE, Bench, say
+from ops.bench.helpers import loaded_database
+from ops.bench.plan import EDIT_MARK, PAGE, Bench
 from ops.generate import load
 from service.context import ContextService
 from storage.database import (
     Database,
     buffer_pool_bytes,
-    close_engine,
-    create_database,
     database_name,
     open_engine,
     server_version,
@@ -76,34 +74,16 @@ def wiring_for(bench: Bench, graph: Graph, name: str, strategy: str = "wavefront
     return wiring
 
 
-def _matches(url: str, size: int) -> bool:
-    """The database holds exactly the generator's ``size`` rows and no leftover bench edits."""
-    engine = open_engine(url)
-    try:
+def ensure_database(bench: Bench, size: int) -> str:
+    """The URL of ``graphrag_bench_<size>``, (re)loaded first unless it holds exactly the
+    generator's ``size`` rows and no leftover bench edits."""
+
+    def matches(engine: Database) -> bool:
         rows = admin_2025.count_notes(engine)
         return rows == size and admin_2025.count_titled(engine, EDIT_MARK) == 0
-    except GraphRagError:
-        return False
-    finally:
-        close_engine(engine)
 
-
-def ensure_database(bench: Bench, size: int) -> str:
-    """The URL of ``graphrag_bench_<size>``, (re)loaded first unless it already matches."""
-    url = bench.db_url(size)
-    name = database_name(url) or ""
-    if _matches(url, size):
-        say(f"reusing {name} ({size:,} notes)")
-        return url
-    say(f"loading {name}: {size:,} notes, seed {bench.seed} ...")
-    create_database(bench.mysql_url, name)
-    engine = open_engine(url)
-    try:
-        counts = load(engine, size, bench.seed)
-    finally:
-        close_engine(engine)
-    say(f"loaded {name} in {counts['seconds']:.0f} s")
-    return url
+    return loaded_database(bench, bench.db_url(size), size, matches=matches,
+                  load=lambda engine: load(engine, size, bench.seed))
 
 
 def open_graph(bench: Bench, size: int) -> Graph:

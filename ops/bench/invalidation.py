@@ -28,7 +28,8 @@ import orjson
 from standardwebhooks.webhooks import Webhook
 
 from ops.bench.graph import Graph, wiring_for
-from ops.bench.plan import EDIT_MARK, WARMUP_EDITS, Bench, BenchError, percentile, rounded, say, wait_for
+from ops.bench.helpers import percentile, rounded, say, wait_for
+from ops.bench.plan import EDIT_MARK, WARMUP_EDITS, Bench, BenchError
 from ops.bench.reader import http_section
 from ops.bench.services import Services, broker_idle, services
 from service.envelope import SnapshotKey
@@ -36,8 +37,8 @@ from storage.profiles import admin_2025
 from storage.redis.cache import RedisCache
 from worker.compose import Wiring
 
-__all__ = ["broker_section", "burst", "edit_pairs", "reader_edits", "restore_titles",
-           "services_section", "set_titles", "single_edits"]
+__all__ = ["broker_section", "burst", "edit_pairs", "edit_plan", "quiet", "reader_edits",
+           "restore_titles", "services_section", "set_titles", "single_edits"]
 
 
 def set_titles(graph: Graph, titles: dict[int, str]) -> None:
@@ -189,37 +190,46 @@ def burst(bench: Bench, graph: Graph, svc: Services, notes: list[int],
             "burst_dirty_peak": peak[0], "burst_timeout_s": bench.plan.burst_timeout_s}
 
 
+def edit_plan(bench: Bench, graph: Graph, foci: list[int], count: int,
+              seed: int) -> tuple[list[tuple[int, int]], list[int]]:
+    """(``count`` edit pairs, the burst's notes): the pairs as :func:`edit_pairs` finds them, and
+    ``burst_notes`` other plain live notes, sampled with ``bench.seed + seed`` (each section its
+    own, so no two sections edit the same burst)."""
+    pairs = edit_pairs(bench, graph, foci, count)
+    used = {n for pair in pairs for n in pair}
+    plain = sorted(admin_2025.live_plain_ids(graph.engine, foci) - used)
+    notes = random.Random(bench.seed + seed).sample(plain, min(bench.plan.burst_notes, len(plain)))
+    return pairs, notes
+
+
+def quiet(svc: Services, wiring: Wiring) -> bool:
+    """Wait (60 s at most) until the broker is idle and the dirty set empty: the next measurement
+    starts with no work of the last one left."""
+    return wait_for(lambda: broker_idle(svc) and wiring.dirty.size() == 0, 60, 0.05)
+
+
 def services_section(bench: Bench, graph: Graph,
                      foci: list[int]) -> tuple[dict[str, Any], dict[str, Any]]:
     """(HTTP reader figures, invalidation figures), with one worker and one HTTP server."""
     measured = WARMUP_EDITS + bench.plan.edits
-    pairs = edit_pairs(bench, graph, foci, measured + bench.plan.edits)
-    used = {n for pair in pairs for n in pair}
-    plain = sorted(admin_2025.live_plain_ids(graph.engine, foci) - used)
-    notes = random.Random(bench.seed + 6).sample(plain, min(bench.plan.burst_notes, len(plain)))
+    pairs, notes = edit_plan(bench, graph, foci, measured + bench.plan.edits, 6)
     wiring = wiring_for(bench, graph, "main")
     with services(bench, graph) as svc, httpx.Client(base_url=svc.base_url, timeout=10) as http:
-        def quiet() -> bool:
-            return wait_for(lambda: broker_idle(svc) and wiring.dirty.size() == 0, 60, 0.05)
-
         reading = http_section(bench, svc, foci)
         single = single_edits(bench, graph, svc, pairs[:measured], http)
-        quiet()
+        quiet(svc, wiring)
         seen = reader_edits(bench, graph, svc, pairs[measured:], http)
-        quiet()
+        quiet(svc, wiring)
         return reading, {**single, **seen, **burst(bench, graph, svc, notes, http)}
 
 
 def broker_section(bench: Bench, graph: Graph, foci: list[int], amqp_url: str) -> dict[str, Any]:
     """The single-edit and burst figures again with RabbitMQ as the broker (same graph, worker and
     edits as the services section, a private vhost)."""
-    pairs = edit_pairs(bench, graph, foci, WARMUP_EDITS + bench.plan.edits)
-    used = {n for pair in pairs for n in pair}
-    plain = sorted(admin_2025.live_plain_ids(graph.engine, foci) - used)
-    notes = random.Random(bench.seed + 7).sample(plain, min(bench.plan.burst_notes, len(plain)))
+    pairs, notes = edit_plan(bench, graph, foci, WARMUP_EDITS + bench.plan.edits, 7)
     wiring = wiring_for(bench, graph, "main")
     with services(bench, graph, amqp_url) as svc, \
             httpx.Client(base_url=svc.base_url, timeout=10) as http:
         single = single_edits(bench, graph, svc, pairs, http, "r")
-        wait_for(lambda: broker_idle(svc) and wiring.dirty.size() == 0, 60, 0.05)
+        quiet(svc, wiring)
         return {**single, **burst(bench, graph, svc, notes, http, "r"), "broker": "rabbitmq"}

@@ -12,7 +12,8 @@ from typing import Any
 
 from graphrag import Request
 from ops.bench.graph import Graph
-from ops.bench.plan import MAX_TOKEN_LIMIT, STRATEGIES, Bench, percentile, say
+from ops.bench.helpers import percentile, say
+from ops.bench.plan import MAX_TOKEN_LIMIT, STRATEGIES, Bench
 from service.context import ContextService
 from worker.compose import wall_ms
 

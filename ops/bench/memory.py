@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ops.bench.plan import Bench, ratio
+from ops.bench.helpers import ratio
+from ops.bench.plan import Bench
 from storage.redis.probe import memory_by_kind
 
 __all__ = ["KINDS", "memory_section"]

@@ -11,7 +11,6 @@ notification, all in one figure.
 
 from __future__ import annotations
 
-import socket
 import sys
 import time
 from collections.abc import Sequence
@@ -25,9 +24,10 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from ops.bench.graph import Graph
+from ops.bench.helpers import free_port, latency_figures, listening
 from ops.bench.invalidation import set_titles
-from ops.bench.plan import EDIT_MARK, Bench, percentile, rounded
-from ops.bench.services import Services, free_port, process_group
+from ops.bench.plan import EDIT_MARK, Bench
+from ops.bench.services import Services, process_group
 
 __all__ = ["notification_latencies"]
 
@@ -39,11 +39,6 @@ def _uri(focus: int) -> str:
     return f"doughnut://notes/{focus}/context?tokenLimit={LIMIT}"
 
 
-def _listening(port: int) -> bool:
-    with socket.socket() as probe:
-        return probe.connect_ex(("127.0.0.1", port)) == 0
-
-
 def notification_latencies(bench: Bench, graph: Graph, svc: Services,
                            pairs: Sequence[tuple[int, int]], log: Path) -> dict[str, Any]:
     """ms from each commit to its notification (p50, p95, samples, timeouts)."""
@@ -51,10 +46,9 @@ def notification_latencies(bench: Bench, graph: Graph, svc: Services,
     command = [sys.executable, "-c", "from worker.cli.main import main; main()", "mcp", "--transport",
                "http", "--port", str(port)]
     env = {**svc.env, "GRAPHRAG_READER_TOKEN": svc.token}
-    with process_group(command, env, log, lambda: _listening(port), "graphrag mcp"):
+    with process_group(command, env, log, lambda: listening(port), "graphrag mcp"):
         latencies, timeouts = anyio.run(_measure, bench, graph, svc.token, port, pairs)
-    return {"p50_ms": percentile(latencies, .5), "p95_ms": percentile(latencies, .95),
-            "edits": len(pairs), "timeouts": timeouts, "samples_ms": rounded(latencies)}
+    return latency_figures(latencies, timeouts)
 
 
 def _after(times: list[float], started: float) -> list[float]:

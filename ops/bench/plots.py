@@ -30,6 +30,13 @@ def _cdf(ax: Any, values: Sequence[float], label: str) -> None:
         ax.plot(ordered, [(i + 1) / len(ordered) for i in range(len(ordered))], label=label)
 
 
+def _save(plt: Any, fig: Any, path: Path) -> None:
+    """Every plot is laid out, written and let go the same way (110 dpi)."""
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def plot_reader(plt: Any, samples: dict[str, list[float]], path: Path) -> None:
     fig, ax = plt.subplots(figsize=(7, 4))
     for key, label in (("raw_us", "raw GET + orjson.loads"), ("hit_us", "SnapshotReader.get hit"),
@@ -38,9 +45,7 @@ def plot_reader(plt: Any, samples: dict[str, list[float]], path: Path) -> None:
     ax.set(xscale="log", xlabel="latency (µs, log)", ylabel="fraction of reads", title=PLOTS[path.name])
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save(plt, fig, path)
 
 
 def plot_live(plt: Any, samples: dict[str, list[float]], path: Path) -> None:
@@ -54,9 +59,7 @@ def plot_live(plt: Any, samples: dict[str, list[float]], path: Path) -> None:
     for ax in (left, right):
         ax.grid(True, alpha=0.3)
         ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save(plt, fig, path)
 
 
 def plot_throughput(plt: Any, results: dict[str, Any], path: Path) -> None:
@@ -74,9 +77,7 @@ def plot_throughput(plt: Any, results: dict[str, Any], path: Path) -> None:
         ax.legend()
     left.axhline(1000, color="red", linestyle="--")
     right.axhline(0.5, color="red", linestyle="--")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save(plt, fig, path)
 
 
 def plot_scaling(plt: Any, results: dict[str, Any], path: Path) -> None:
@@ -92,9 +93,7 @@ def plot_scaling(plt: Any, results: dict[str, Any], path: Path) -> None:
     ax.set(xscale="log", xlabel="notes in the database (log)", ylabel="ms per snapshot",
            title=PLOTS[path.name], ylim=(0, None))
     ax.grid(True, which="both", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save(plt, fig, path)
 
 
 def write_plots(results: dict[str, Any], samples: dict[str, list[float]], out: Path) -> list[str]:

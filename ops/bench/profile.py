@@ -12,7 +12,8 @@ import pstats
 from typing import Any
 
 from ops.bench.graph import Graph
-from ops.bench.plan import ROOT, Bench, say
+from ops.bench.helpers import say
+from ops.bench.plan import ROOT, Bench
 from ops.bench.rebuild import timed_rebuild
 from ops.bench.split import split_rebuild
 

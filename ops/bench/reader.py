@@ -27,7 +27,8 @@ from typing import Any
 import httpx
 
 from ops.bench.graph import Graph, wiring_for
-from ops.bench.plan import Bench, BenchError, percentile, ratio, say
+from ops.bench.helpers import percentile, ratio, say
+from ops.bench.plan import Bench, BenchError
 from ops.bench.services import Services
 from storage.redis.keys import Keys
 from storage.redis.positions import RedisFeedHeartbeat

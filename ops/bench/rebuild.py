@@ -20,13 +20,11 @@ from typing import Any
 from graphrag import MemoCounter
 from ops.bench.full import compare_paths
 from ops.bench.graph import Graph, wiring_for
-from ops.bench.plan import PAGE, STRATEGIES, Bench, figures, ratio, say, worst
-from service.carry import Carry
+from ops.bench.helpers import figures, lazy_rebuild, ratio, say, worst
+from ops.bench.plan import PAGE, STRATEGIES, Bench
 from service.context import ContextService
-from service.rebuild import rebuild
 from storage.database import counted_statements
 from storage.profiles.doughnut_2025 import Doughnut2025
-from worker.compose import wall_ms
 from worker.settings import Settings
 
 __all__ = ["baseline_rebuild", "memo_rebuilds", "rebuild_section", "timed_rebuild"]
@@ -44,16 +42,7 @@ def timed_rebuild(bench: Bench, graph: Graph, ids: Sequence[int], strategy: str,
 def baseline_rebuild(bench: Bench, graph: Graph, ids: Sequence[int], strategy: str) -> dict[str, Any]:
     """The same algorithm and writes, one focus per batch and one id per ``IN``: the lazy walk."""
     wiring = wiring_for(bench, graph, f"baseline-{strategy}", strategy)
-    shared, s = graph.service, wiring.settings
-    source = Doughnut2025(graph.engine, in_chunk=1)
-    source.check()  # its one-time look at the columns, as at a process's start: not counted
-    lazy = ContextService(source, shared.counter, shared.params)
-    with counted_statements(graph.engine) as sql:
-        report = rebuild(lazy, wiring.cache, ids, strategies=wiring.strategies(), seeds=s.seeds,
-                         max_token_limit=s.max_token_limit, layered_limits=s.layered_limits,
-                         now_ms=wall_ms(), batch_size=1, epoch_size=1,
-                         carry=Carry(max_foci=0))  # the lazy walk: nothing carried on
-    return figures(report, sql, len(ids))
+    return lazy_rebuild(wiring, Doughnut2025(graph.engine, in_chunk=1), graph.engine, ids)
 
 
 def memo_rebuilds(bench: Bench, graph: Graph, foci: Sequence[int]) -> dict[str, Any]:

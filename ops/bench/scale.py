@@ -22,7 +22,8 @@ from typing import Any
 from celery import Celery
 
 from ops.bench.graph import Graph, wiring_for
-from ops.bench.plan import Bench, BenchError, ratio, say, wait_for
+from ops.bench.helpers import ratio, say, wait_for
+from ops.bench.plan import Bench, BenchError
 from ops.bench.services import (
     claimed_broker,
     credentials,

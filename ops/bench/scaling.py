@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from ops.bench.graph import Graph, open_graph, pages, table_mb
-from ops.bench.plan import PAGE, Bench, say
+from ops.bench.helpers import say
+from ops.bench.plan import PAGE, Bench
 from ops.bench.rebuild import timed_rebuild
 from storage.database import close_engine
 

@@ -16,7 +16,6 @@ import contextlib
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -29,11 +28,12 @@ from pathlib import Path
 import httpx
 
 from ops.bench.graph import Graph
-from ops.bench.plan import MAX_TOKEN_LIMIT, ROOT, Bench, BenchError, say, wait_for
+from ops.bench.helpers import free_port, say, wait_for
+from ops.bench.plan import MAX_TOKEN_LIMIT, ROOT, Bench, BenchError
 from storage.redis import probe
 
 __all__ = [
-    "BROKER_DBS", "Services", "broker_idle", "claimed_broker", "credentials", "free_port",
+    "BROKER_DBS", "Services", "broker_idle", "claimed_broker", "credentials",
     "process_group", "says_ready", "service_env", "services", "stop_group", "worker_command",
 ]
 
@@ -148,13 +148,6 @@ def process_group(command: list[str], env: dict[str, str], log: Path,
 def credentials() -> tuple[str, str]:
     """A fresh reader token and webhook secret for the processes of one run."""
     return f"bench-{uuid.uuid4().hex}", "whsec_" + base64.b64encode(os.urandom(24)).decode()
-
-
-def free_port() -> int:
-    """A loopback port nothing listens on now."""
-    with socket.socket() as probe_socket:
-        probe_socket.bind(("127.0.0.1", 0))
-        return int(probe_socket.getsockname()[1])
 
 
 def _healthy(base_url: str) -> bool:

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from ops.bench.graph import Graph, wiring_for
-from ops.bench.plan import PAGE, Bench, ratio, say
+from ops.bench.helpers import ratio, say
+from ops.bench.plan import PAGE, Bench
 from service.context import ContextService
 
 __all__ = ["PARTS", "split_rebuild"]

@@ -25,28 +25,27 @@ holds the generator's row count:
 
 from __future__ import annotations
 
+import contextlib
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
-from graphrag import GraphRagError, Request
+from graphrag import Request
 from graphrag.wiki.model import Viewer, WikiNeed
 from graphrag.wiki.view import WikiView
 from ops.bench.full import compare_paths
 from ops.bench.graph import pages
+from ops.bench.helpers import figures, lazy_rebuild, loaded_database, percentile, ratio, say
 from ops.bench.memory import KINDS
-from ops.bench.plan import PAGE, Bench, figures, percentile, ratio, say
+from ops.bench.plan import PAGE, Bench
 from ops.bench.reader import time_reader
 from ops.generate_wiki import load
-from service.carry import Carry
 from service.context import ContextService
-from service.rebuild import rebuild
 from storage.database import (
     Database,
     close_engine,
     counted_statements,
-    create_database,
     database_name,
     open_engine,
 )
@@ -57,7 +56,8 @@ from storage.redis.probe import memory_by_kind, packed_latencies_us
 from worker.compose import Wiring, wall_ms
 from worker.settings import load_settings
 
-__all__ = ["STRATEGY", "ensure_wiki_database", "today_section", "today_wiring", "warmed_rebuild"]
+__all__ = ["STRATEGY", "ensure_wiki_database", "today_section", "today_wiring", "warmed_rebuild",
+           "wiki_database"]
 
 STRATEGY, TOKEN_LIMIT = "focus-context", 2_000
 #: the tokenLimit of the replayed reads (any other than the stored result's)
@@ -66,32 +66,24 @@ USER_READS = 300
 READ_ROUNDS = 5
 
 
-def _matches(url: str, size: int) -> bool:
-    engine = open_engine(url)
-    try:
-        return admin_2026.count_rows(engine).get("note") == size
-    except GraphRagError:
-        return False
-    finally:
-        close_engine(engine)
-
-
 def ensure_wiki_database(bench: Bench, size: int) -> str:
     """The URL of ``graphrag_bench_2026_<size>``, loaded first unless it already matches."""
     url = bench.db_url(size).replace("graphrag_bench_", "graphrag_bench_2026_")
-    name = database_name(url) or ""
-    if _matches(url, size):
-        say(f"reusing {name} ({size:,} notes)")
-        return url
-    say(f"loading {name}: {size:,} notes of today's Doughnut, seed {bench.seed} ...")
-    create_database(bench.mysql_url, name)
+    return loaded_database(bench, url, size,
+                           matches=lambda engine: admin_2026.count_rows(engine).get("note") == size,
+                           load=lambda engine: load(engine, size, bench.seed, progress=False),
+                           what="notes of today's Doughnut", detail=True)
+
+
+@contextlib.contextmanager
+def wiki_database(bench: Bench, size: int) -> Iterator[tuple[str, Database]]:
+    """(URL, engine) of ``graphrag_bench_2026_<size>`` (ensured first); the engine closed after."""
+    url = ensure_wiki_database(bench, size)
     engine = open_engine(url)
     try:
-        counts = load(engine, size, bench.seed, progress=False)
+        yield url, engine
     finally:
         close_engine(engine)
-    say(f"loaded {name} in {counts['seconds']:.0f} s: {counts}")
-    return url
 
 
 def today_wiring(bench: Bench, url: str, engine: Database, name: str) -> Wiring:
@@ -118,19 +110,6 @@ def _live(service: ContextService, foci: Sequence[int]) -> list[float]:
         service.compute(Request(focus, None, TOKEN_LIMIT, wall_ms()), STRATEGY)
         ms.append((time.perf_counter() - started) * 1000)
     return ms
-
-
-def _baseline(wiring: Wiring, engine: Database, ids: Sequence[int]) -> dict[str, Any]:
-    source = Doughnut2026(engine, in_chunk=1)
-    source.check()  # its one-time look at the columns, as at a process's start: not counted
-    lazy = ContextService(source, wiring.service.counter, wiring.service.params)
-    s = wiring.settings
-    with counted_statements(engine) as sql:
-        report = rebuild(lazy, wiring.cache, ids, strategies=wiring.strategies(), seeds=s.seeds,
-                         max_token_limit=s.max_token_limit, layered_limits=s.layered_limits,
-                         now_ms=wall_ms(), batch_size=1, epoch_size=1,
-                         carry=Carry(max_foci=0))  # the lazy walk: nothing carried on
-    return figures(report, sql, len(ids))
 
 
 def _memory(bench: Bench, name: str) -> dict[str, Any]:
@@ -196,12 +175,8 @@ def _users(wiring: Wiring, engine: Database, foci: Sequence[int]) -> dict[str, A
 
 def today_section(bench: Bench) -> dict[str, Any]:
     """Live latency, batched vs one-at-a-time rebuild and memory of focus-context at 100k notes."""
-    url = ensure_wiki_database(bench, bench.plan.main_size)
-    engine = open_engine(url)
-    try:
+    with wiki_database(bench, bench.plan.main_size) as (url, engine):
         return _measure(bench, url, engine)
-    finally:
-        close_engine(engine)
 
 
 def _measure(bench: Bench, url: str, engine: Database) -> dict[str, Any]:
@@ -209,8 +184,8 @@ def _measure(bench: Bench, url: str, engine: Database) -> dict[str, Any]:
     ids = wiring.source.live_ids_after(0, bench.plan.main_size + 1)
     foci = pages(ids, bench.plan.rebuild_notes)
     batched = warmed_rebuild(wiring, engine, foci)
-    baseline = _baseline(today_wiring(bench, url, engine, "today-baseline"), engine,
-                         foci[: bench.plan.baseline_notes])
+    baseline = lazy_rebuild(today_wiring(bench, url, engine, "today-baseline"),
+                            Doughnut2026(engine, in_chunk=1), engine, foci[: bench.plan.baseline_notes])
     live = _live(wiring.service, random.Random(bench.seed + 7).sample(ids, bench.plan.live_notes))
     bench.samples["live_focus_context_ms"] = live
     out: dict[str, Any] = {"database": database_name(url), "counts": admin_2026.count_rows(engine),

@@ -23,9 +23,9 @@ from typing import Any
 
 from ops.bench.full import first_pieces, spawned_settings
 from ops.bench.graph import pages
-from ops.bench.plan import Bench, BenchError, peak_rss_kb, ratio, say
-from ops.bench.today import ensure_wiki_database, today_wiring, warmed_rebuild
-from storage.database import close_engine, open_engine
+from ops.bench.helpers import peak_rss_kb, ratio, say
+from ops.bench.plan import Bench, BenchError
+from ops.bench.today import today_wiring, warmed_rebuild, wiki_database
 from worker.compose import Wiring
 from worker.settings import load_settings
 
@@ -41,14 +41,10 @@ def today_scaling_section(bench: Bench) -> dict[str, Any]:
 
 
 def _scaling_point(bench: Bench, size: int) -> dict[str, Any]:
-    url = ensure_wiki_database(bench, size)
-    engine = open_engine(url)
-    try:
+    with wiki_database(bench, size) as (url, engine):
         wiring = today_wiring(bench, url, engine, f"today-scale-{size}")
         foci = pages(wiring.source.live_ids_after(0, size + 1), bench.plan.scaling_notes)
         first = warmed_rebuild(wiring, engine, foci)
-    finally:
-        close_engine(engine)
     say(f"today's Doughnut at {size:,} notes: {first['ms_per_snapshot']:.2f} ms/snapshot, "
         f"SQL {first['sql_share']:.0%} of the time")
     return {"notes": size, "ms_per_snapshot": first["ms_per_snapshot"],
@@ -57,16 +53,12 @@ def _scaling_point(bench: Bench, size: int) -> dict[str, Any]:
 
 
 def _nightly(bench: Bench, size: int) -> dict[str, Any]:
-    url = ensure_wiki_database(bench, size)
-    engine = open_engine(url)
-    try:
+    with wiki_database(bench, size) as (url, engine):
         wiring = today_wiring(bench, url, engine, "today-nightly")
         live = wiring.source.count_live()
         want = bench.plan.nightly_notes or live
         pieces = [p.ids for p in first_pieces(wiring.source, wiring.settings.rebuild_piece_notes,
                                                want)]
-    finally:
-        close_engine(engine)
     runs = {str(n): _processes(bench, wiring, pieces, n, live) for n in (1, 2)}
     one, two = runs["1"], runs["2"]
     return {"notes": size, "live": live, "pieces": len(pieces), "by_processes": runs,

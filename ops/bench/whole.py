@@ -25,7 +25,8 @@ from typing import Any
 
 from ops.bench.full import own_engine, spawned_full_run, spawned_settings, timed_run
 from ops.bench.graph import ensure_database
-from ops.bench.plan import PAGE, Bench, ratio, say, worst
+from ops.bench.helpers import ratio, say, worst
+from ops.bench.plan import PAGE, Bench
 from ops.bench.today import ensure_wiki_database
 from storage.database import close_engine
 from worker.compose import Wiring
