@@ -19,23 +19,24 @@ wait_for() {  # wait_for NAME COMMAND...: up to 120 s
   stop "$name did not come up"
 }
 
-as_root() {  # as_root FIX COMMAND...: run COMMAND as root, or stop naming FIX
-  local fix=$1; shift
-  if [ "$(id -u)" -eq 0 ]; then "$@"; return; fi
-  if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then sudo "$@"; return; fi
-  stop "needs root to do this; run: sudo $fix"
+rooted() {  # rooted FIX: how to run a command as root here (nothing: we are root), or stop naming FIX
+  if [ "$(id -u)" -eq 0 ]; then return 0; fi
+  if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then echo sudo; return 0; fi
+  stop "needs root to do this; run: sudo $1"
 }
 
 mariadb_up() { mysqladmin --protocol=tcp -h127.0.0.1 -uroot ping; }
 redis_up() { redis-cli -h 127.0.0.1 -p 6379 ping; }
-rabbitmq_up() { rabbitmq-diagnostics -q ping; }
+rabbitmq_up() { (exec 3<>/dev/tcp/127.0.0.1/5672); }  # a TCP probe: rabbitmqctl needs root's cookie
 
 ensure_service() {  # ensure_service NAME PROBE BINARY START...
   local name=$1 probe=$2 binary=$3; shift 3
   if "$probe" >/dev/null 2>&1; then return 0; fi
   [ -x "$binary" ] || stop "$name is not installed ($binary); the tests need it at its local default"
+  local sudo
+  sudo=$(rooted "$*") || exit 2
   say "starting $name"
-  as_root "$*" "$@" >/dev/null 2>&1 || true
+  $sudo "$@" >/dev/null 2>&1 || true
   wait_for "$name" "$probe"
 }
 
@@ -43,12 +44,14 @@ ensure_package() {  # ensure_package BINARY PACKAGE
   local binary=$1 package=$2
   if [ -x "$binary" ]; then return 0; fi
   command -v apt-get >/dev/null 2>&1 || stop "$binary is missing: install Debian's $package"
+  local install="apt-get install -y --no-install-recommends $package" sudo
+  sudo=$(rooted "$install") || exit 2
   say "installing $package (Debian)"
-  local install="apt-get install -y --no-install-recommends $package"
-  as_root "$install" env DEBIAN_FRONTEND=noninteractive $install >/dev/null 2>&1 \
-    || { as_root "apt-get update" apt-get update >/dev/null 2>&1 \
-         && as_root "$install" env DEBIAN_FRONTEND=noninteractive $install >/dev/null 2>&1; } \
+  $sudo env DEBIAN_FRONTEND=noninteractive $install >/dev/null 2>&1 \
+    || { $sudo apt-get update >/dev/null 2>&1 \
+         && $sudo env DEBIAN_FRONTEND=noninteractive $install >/dev/null 2>&1; } \
     || stop "could not install $package; run: sudo $install"
+  [ -x "$binary" ] || stop "$package is installed but $binary is missing; run: sudo $install"
 }
 
 ensure_service MariaDB mariadb_up /usr/sbin/mariadbd start-stop-daemon --start --oknodo --background \
