@@ -55,6 +55,7 @@ from sqlalchemy.dialects import mysql
 from sqlalchemy.engine import Connection, Engine
 
 from graphrag.core.errors import GraphRagError
+from storage.database import translated
 
 __all__ = [
     "REQUIRED",
@@ -303,7 +304,8 @@ class DatabaseNotEmpty(GraphRagError):
 
 def create_tables(engine: Engine) -> None:
     """Create every missing table of this profile (existing tables are left as they are)."""
-    metadata.create_all(engine, checkfirst=True)
+    with translated("cannot create the doughnut-2026 tables"):
+        metadata.create_all(engine, checkfirst=True)
 
 
 def drop_tables(engine: Engine) -> None:
