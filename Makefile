@@ -44,8 +44,8 @@ test-reliability: $(STAMP)
 run: $(STAMP)
 	@$(BIN)/python -m ops.demo
 
-# README's configuration tables are generated (ops/docgen.py): this writes them again after a setting
-# or docker-compose.yml changed.
+# README's configuration tables and the database grants' SQL (README, runbook) are generated
+# (ops/docgen.py): this writes them again after a setting, a grant or docker-compose.yml changed.
 docs: $(STAMP)
 	$(BIN)/python -m ops.docgen --write
 

@@ -1,11 +1,11 @@
-"""The generated blocks of README.md: written by ``make docs``, checked by tests.
+"""The generated blocks of README.md and ops/runbook.md: written by ``make docs``, checked by tests.
 
 A block sits between two marker lines, ``<!-- NAME:begin ... -->`` and ``<!-- NAME:end -->``; what is
 between them is replaced by what its generator returns now, each line indented as the begin marker
 is (a block inside a list item). The markers themselves are written by hand, once.
 
 ``python -m ops.docgen --write`` rewrites the documents; ``python -m ops.docgen`` only says which
-blocks differ (exit 1), as tests/test_settings_doc.py does.
+blocks differ (exit 1), as tests/test_settings_doc.py and tests/test_grants_doc.py do.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from ops.grants_doc import capture_block, reader_block
 from ops.settings_doc import compose_table, settings_table
 
 __all__ = ["BLOCKS", "DOCUMENTS", "ROOT", "block", "differences", "main", "regenerate"]
@@ -26,10 +27,13 @@ ROOT = Path(__file__).resolve().parents[1]
 BLOCKS: dict[str, Callable[[], str]] = {
     "settings": settings_table,
     "compose-settings": compose_table,
+    "grants-reader": reader_block,
+    "grants-capture": capture_block,
 }
 #: Document (relative to the repository) -> the blocks it holds.
 DOCUMENTS: dict[str, tuple[str, ...]] = {
-    "README.md": ("settings", "compose-settings"),
+    "README.md": ("settings", "compose-settings", "grants-reader", "grants-capture"),
+    "ops/runbook.md": ("grants-reader", "grants-capture"),
 }
 
 
