@@ -159,7 +159,7 @@ def run(settings: Settings, client: Any) -> int:
     app = build_http_app(settings, redis_client=client, celery=celery)
     link, hub = SAMPLE_FOCUS_IDS["link_note"], SAMPLE_FOCUS_IDS["hub"]
     with start_worker(celery, pool="solo", perform_ping_check=False, loglevel="WARNING",
-                      queues=["realtime", "bulk"], shutdown_timeout=10), serving(app) as http:
+                      queues=["realtime", "bulk"], shutdown_timeout=60), serving(app) as http:
         p50, p99 = read_latency_us(http, hub)
         seconds = edit_and_wait(settings, http, link, watch=hub)
         answer = http.get(f"/notes/{hub}/graph?tokenLimit=600",

@@ -84,7 +84,7 @@ def run_2026(settings: Settings, client: Any, folder: Path, token: str, signed: 
     app = build_http_app(settings, redis_client=client, celery=celery)
     hub, linker = SAMPLE_2026_FOCUS_IDS["hub"], SAMPLE_2026_FOCUS_IDS["deep_folder_note"]
     with start_worker(celery, pool="solo", perform_ping_check=False, loglevel="WARNING",
-                      queues=["realtime", "bulk"], shutdown_timeout=10), serving(app) as http:
+                      queues=["realtime", "bulk"], shutdown_timeout=60), serving(app) as http:
         _show(http, hub, say)
         seconds = _edit(settings, http, linker, hub, signed)
     say(f"content edit adding a wiki link -> fresh snapshot (webhook -> worker -> Redis): "

@@ -20,6 +20,8 @@ Invariants:
 * a deployment that never ran change capture has no heartbeat and is trusted: a webhook sender's
   lost events cannot be seen by the service at all (README, "Following Doughnut's edits"). A
   deployment that retires change capture forgets its heartbeat with it (``graphrag cdc --forget``).
+  One that says change capture is its source (``expected``: ``GRAPHRAG_CHANGE_SOURCE=cdc``) trusts
+  no snapshot until the first heartbeat: a feed that never started has announced nothing.
 
 The guard only decides; the composition root refreshes it from a background thread at most once a
 second (worker.feed_watch), so a read that hits a snapshot adds no round trip to Redis.
@@ -40,6 +42,10 @@ __all__ = ["FeedGuard"]
 log = logging.getLogger("graphrag.feed")
 
 
+_NEVER_RAN = ("change capture has not run yet (GRAPHRAG_CHANGE_SOURCE=cdc and no heartbeat): "
+              "start `graphrag cdc`")
+
+
 def _seconds(ms: int) -> str:
     return f"{ms / 1000:.1f} s"
 
@@ -53,8 +59,10 @@ class FeedGuard:
 
     def __init__(self, read: Callable[[], FeedBeat | None], *, max_lag_ms: int,
                  on_change: Callable[[str | None], object] = lambda _reason: None,
-                 clock_ms: Callable[[], int] = lambda: time.monotonic_ns() // 1_000_000) -> None:
+                 clock_ms: Callable[[], int] = lambda: time.monotonic_ns() // 1_000_000,
+                 expected: bool = False) -> None:
         self._read, self.max_lag_ms, self._on_change = read, max_lag_ms, on_change
+        self.expected = expected
         self.clock_ms = clock_ms
         self._reason: str | None = None
         self._last: tuple[int, FeedBeat | None] | None = None  # (read at, what it said)
@@ -68,6 +76,11 @@ class FeedGuard:
     def reason(self) -> str | None:
         """Why snapshots are not trusted at the last refresh (None: they are); no I/O."""
         return self._reason
+
+    @property
+    def heard(self) -> bool:
+        """Whether the last heartbeat read found one (change capture runs, or ran, here); no I/O."""
+        return self._last is not None and self._last[1] is not None
 
     def refresh(self) -> str | None:
         """Read the heartbeat once, decide, report a transition; returns the reason (or None)."""
@@ -85,12 +98,14 @@ class FeedGuard:
         except GraphRagError as err:  # Redis unreachable: age what was read last
             return self._unread(err)
         self._last = (self.clock_ms(), beat)
-        return None if beat is None else self._judge(beat)
+        if beat is None:
+            return _NEVER_RAN if self.expected else None
+        return self._judge(beat)
 
     def _unread(self, err: GraphRagError) -> str | None:
         read_at, beat = self._last or (0, None)
-        if beat is None:
-            return None  # nothing known, or no change capture here
+        if beat is None:  # nothing known, or no change capture here
+            return _NEVER_RAN if self.expected else None
         aged = FeedBeat(beat.age_ms + max(0, self.clock_ms() - read_at), beat.behind_ms)
         reason = self._judge(aged)
         return None if reason is None else f"{reason}; the heartbeat cannot be read now ({err})"

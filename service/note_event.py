@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["EVENT_TYPES", "SUBJECTS", "NoteEvent"]
+__all__ = ["EVENT_TYPES", "SUBJECTS", "NoteEvent", "foreign_to"]
 
 EVENT_TYPES = (
     "note.created", "note.updated", "note.moved", "note.deleted", "note.restored",
@@ -21,6 +21,25 @@ EVENT_TYPES = (
 )
 #: The id field each kind of event names its subject with.
 SUBJECTS = {"note": "noteId", "folder": "folderId", "notebook": "notebookId"}
+#: What only one era's events carry: the 2025 tree's places, and today's (folders, wiki links).
+_ERA_FIELDS = {"tree": frozenset({"parentId", "targetNoteId"}),
+               "wiki": frozenset({"folderId", "notebookId", "parentFolderId", "linkTargets"})}
+_ERA_NAMES = {"tree": "Doughnut 2025's (doughnut-2025)", "wiki": "today's Doughnut's (doughnut-2026)"}
+
+
+def foreign_to(model: str, event: Mapping[str, Any]) -> str | None:
+    """What in a webhook event (its validated JSON) belongs to the other era than a database of
+    graph ``model`` (``tree`` or ``wiki``), said in one phrase; None when nothing does."""
+    other = "wiki" if model == "tree" else "tree"
+    if model == "tree" and not event["type"].startswith("note."):
+        return f"{event['type']} is {_ERA_NAMES[other]} event"
+    fields = {name for side in ("before", "after") for name in (event.get(side) or {})}
+    found = sorted(fields & _ERA_FIELDS[other])
+    if not found:
+        return None
+    return f"{', '.join(found)} {'is' if len(found) == 1 else 'are'} {_ERA_NAMES[other]}"
+
+
 def _ids(values: Any) -> tuple[int, ...] | None:
     return None if values is None else tuple(int(v) for v in values)
 

@@ -90,6 +90,22 @@ def _prepare_session(dbapi_connection: Any, _record: Any) -> None:
         cursor.execute(f"SET SESSION group_concat_max_len = {GROUP_CONCAT_MAX_LEN}")
 
 
+def _statement_timeout(timeout_ms: int) -> Any:
+    """A connect hook that bounds every statement of the session to ``timeout_ms``: MariaDB's
+    ``max_statement_time`` (seconds), else MySQL's ``max_execution_time`` (ms, SELECTs only, which
+    is every statement this service sends)."""
+
+    def limit(dbapi_connection: Any, _record: Any) -> None:
+        with dbapi_connection.cursor() as cursor:
+            cursor.execute("SELECT VERSION()")
+            if "mariadb" in str(cursor.fetchone()[0]).lower():
+                cursor.execute(f"SET SESSION max_statement_time = {timeout_ms / 1000:.3f}")
+            else:
+                cursor.execute(f"SET SESSION max_execution_time = {int(timeout_ms)}")
+
+    return limit
+
+
 def _crc32(text: str | None) -> int | None:
     """MySQL's ``CRC32(text)``: zlib's CRC-32 of the UTF-8 bytes (None stays None)."""
     return None if text is None else zlib.crc32(str(text).encode("utf-8"))
@@ -99,28 +115,34 @@ def _prepare_sqlite(dbapi_connection: Any, _record: Any) -> None:
     dbapi_connection.create_function("crc32", 1, _crc32, deterministic=True)
 
 
-def prepare_engine(engine: Engine) -> Engine:
-    """Make MySQL/MariaDB sessions read TIMESTAMPs in UTC, as Doughnut stores them, and allow
-    long GROUP_CONCAT lists (MySQL 8's default cap is 1,024 bytes); give SQLite MySQL's ``CRC32``
-    (Doughnut 2026 samples by it)."""
+def prepare_engine(engine: Engine, *, statement_timeout_ms: int = 0) -> Engine:
+    """Make MySQL/MariaDB sessions read TIMESTAMPs in UTC, as Doughnut stores them, allow long
+    GROUP_CONCAT lists (MySQL 8's default cap is 1,024 bytes) and bound each statement to
+    ``statement_timeout_ms`` (0: the server's own bound); give SQLite MySQL's ``CRC32`` (Doughnut
+    2026 samples by it)."""
     if engine.dialect.name in ("mysql", "mariadb"):
         event.listen(engine, "connect", _prepare_session)
+        if statement_timeout_ms > 0:
+            event.listen(engine, "connect", _statement_timeout(statement_timeout_ms))
     elif engine.dialect.name == "sqlite":
         event.listen(engine, "connect", _prepare_sqlite)
     return engine
 
 
-def open_engine(url: str) -> Engine:
-    """An engine for a SQLAlchemy URL; a malformed URL is a configuration error (no password)."""
+def open_engine(url: str, *, pool_size: int | None = None, statement_timeout_ms: int = 0) -> Engine:
+    """An engine for a SQLAlchemy URL; a malformed URL is a configuration error (no password).
+    ``pool_size``: connections kept open per process (SQLAlchemy's default when None; SQLite keeps
+    its own pool); ``statement_timeout_ms``: see :func:`prepare_engine`."""
+    pooled = {} if pool_size is None or url.startswith("sqlite") else {"pool_size": pool_size}
     try:
-        engine = create_engine(url, pool_pre_ping=True)
+        engine = create_engine(url, pool_pre_ping=True, **pooled)
     except (ArgumentError, ValueError) as err:
         raise ConfigurationError(f"database URL {shown_url(url)} is not a valid SQLAlchemy URL") from err
     except ImportError as err:
         raise ConfigurationError(f"no driver installed for database URL {shown_url(url)}") from err
     except NoSuchModuleError as err:
         raise ConfigurationError(f"unknown database dialect in URL {shown_url(url)}") from err
-    return prepare_engine(engine)
+    return prepare_engine(engine, statement_timeout_ms=statement_timeout_ms)
 
 
 def epoch_ms(moment: dt.datetime) -> int:

@@ -160,7 +160,8 @@ def sample_url(tmp_path_factory: pytest.TempPathFactory) -> str:
     from tests.mcp_support import ROOT
 
     url = f"sqlite:///{tmp_path_factory.mktemp('mcp') / 'sample.db'}"
-    for command in (["db", "init"], ["db", "load-sample"]):
+    for command in (["db", "init", "--schema", "doughnut-2025"],
+                    ["db", "load-sample", "--schema", "doughnut-2025"]):
         done = subprocess.run([sys.executable, "-c", "from worker.cli.main import main; main()",
                                *command, "--db", url], capture_output=True, timeout=120, cwd=ROOT)
         assert done.returncode == 0, done.stderr

@@ -24,8 +24,8 @@ def graphrag(*args: str) -> subprocess.CompletedProcess[bytes]:
 @pytest.fixture(scope="module")
 def sample_db(tmp_path_factory: pytest.TempPathFactory) -> str:
     url = f"sqlite:///{tmp_path_factory.mktemp('cli') / 'sample.db'}"
-    assert graphrag("db", "init", "--db", url).returncode == 0
-    loaded = graphrag("db", "load-sample", "--db", url)
+    assert graphrag("db", "init", "--schema", "doughnut-2025", "--db", url).returncode == 0
+    loaded = graphrag("db", "load-sample", "--schema", "doughnut-2025", "--db", url)
     assert loaded.returncode == 0, loaded.stderr
     return url
 
@@ -135,7 +135,8 @@ def test_an_unusable_broker_is_a_one_line_error(command: str, url: str, words: t
 
 
 def test_load_sample_refuses_a_non_empty_table(sample_db: str) -> None:
-    assert_one_line_error(graphrag("db", "load-sample", "--db", sample_db), 1, "not empty")
+    assert_one_line_error(graphrag("db", "load-sample", "--schema", "doughnut-2025", "--db",
+                                   sample_db), 1, "not empty")
 
 
 def test_compare_json_covers_three_strategies(sample_db: str) -> None:

@@ -29,12 +29,15 @@ from worker.settings import Settings, load_settings
 PROJECT_SERVICES = ("http", "worker", "beat")
 ALL_SERVICES = ("mysql", "redis-broker", "redis-cache", *PROJECT_SERVICES, "flower", "prometheus",
                 "grafana")
-SECRETS = ("GRAPHRAG_READER_TOKEN", "GRAPHRAG_WEBHOOK_SECRET")
+SECRETS = ("GRAPHRAG_READER_TOKEN",)
+#: the HTTP process's own, and optional: a webhook sender's secret (GRAPHRAG_CHANGE_SOURCE=webhook)
+OPTIONAL_SECRETS = ("GRAPHRAG_WEBHOOK_SECRET",)
 # Keys of the Compose specification's service object that this file may use; a typo fails.
 SERVICE_KEYS = {
     "build", "command", "configs", "container_name", "depends_on", "deploy", "entrypoint", "env_file",
     "environment", "expose", "extends", "healthcheck", "hostname", "image", "init", "labels",
-    "logging", "networks", "platform", "ports", "profiles", "pull_policy", "read_only", "restart",
+    "logging", "mem_limit", "networks", "platform", "ports", "profiles", "pull_policy", "read_only",
+    "restart",
     "scale", "secrets", "security_opt", "shm_size", "stop_grace_period", "stop_signal", "tmpfs",
     "ulimits", "user", "volumes", "working_dir",
 }
@@ -126,8 +129,10 @@ def test_broker_redis_never_evicts_and_persists(services: dict[str, dict[str, An
 def test_cache_redis_evicts_volatile_keys_within_a_bound(services: dict[str, dict[str, Any]]) -> None:
     args = redis_args(services["redis-cache"])
     assert option(args, "--maxmemory-policy") == "volatile-lru"
-    maxmemory = option(args, "--maxmemory")
-    assert maxmemory and re.fullmatch(r"\d+(b|kb|mb|gb|k|m|g)?", maxmemory.lower())
+    maxmemory = option(args, "--maxmemory") or ""
+    found, _ = interpolations(maxmemory)  # a variable with a default, which is what applies
+    value = found[0]["arg"] if found else maxmemory
+    assert value and re.fullmatch(r"\d+(b|kb|mb|gb|k|m|g)?", value.lower()), maxmemory
     assert option(args, "--appendonly") in {None, "no"}  # a restart is a clean flush
 
 
@@ -224,7 +229,7 @@ def test_beat_healthcheck_reads_the_redbeat_lock(
 def test_project_services_share_one_configuration(services: dict[str, dict[str, Any]]) -> None:
     """Snapshots carry a hash of the settings: http, worker and beat must agree on all of them."""
     envs = {name: environment(services[name]) for name in PROJECT_SERVICES}
-    shared = {k: v for k, v in envs["http"].items() if k not in SECRETS}
+    shared = {k: v for k, v in envs["http"].items() if k not in SECRETS + OPTIONAL_SECRETS}
     assert envs["worker"] == shared
     assert envs["beat"] == shared
 
@@ -242,8 +247,10 @@ def test_secrets_are_required_from_the_environment(services: dict[str, dict[str,
     env = environment(services["http"])
     for secret in SECRETS:
         assert re.fullmatch(rf"\$\{{{secret}:\?[^}}]+\}}", env[secret]), secret
-    for name in ("worker", "beat"):  # they need neither: no reason to hand them over
-        assert not set(SECRETS) & set(environment(services[name])), name
+    for secret in OPTIONAL_SECRETS:
+        assert env[secret] == f"${{{secret}:-}}", secret
+    for name in ("worker", "beat"):  # they need none: no reason to hand them over
+        assert not set(SECRETS + OPTIONAL_SECRETS) & set(environment(services[name])), name
 
 
 def test_every_variable_has_a_default_or_is_required(compose: dict[str, Any]) -> None:

@@ -16,7 +16,14 @@ import pytest
 import yaml
 from prometheus_client import CollectorRegistry
 
-from service.metrics import CdcMetrics, ReaderMetrics, WorkMetrics, http_responses, token_lookups
+from service.metrics import (
+    CdcMetrics,
+    ReaderMetrics,
+    WorkMetrics,
+    http_responses,
+    session_lookups,
+    token_lookups,
+)
 from service.state_metrics import MemoryUse, StateCollector
 from storage.memory import MemoryDirtySet
 from tests.deployment_support import ROOT, argv, environment, option
@@ -87,7 +94,7 @@ def test_runbook_names_every_exported_metric(runbook: str) -> None:
     """The reader's, the workers' (their counts and the state gauges) and change capture's."""
     registry = CollectorRegistry()
     for create in (ReaderMetrics.create, WorkMetrics.create, CdcMetrics.create, http_responses,
-                   token_lookups):
+                   token_lookups, session_lookups):
         create(registry)
     registry.register(StateCollector(MemoryDirtySet(), {}, lambda: MemoryUse(0, 0), lambda: 0))
     names = set()

@@ -22,7 +22,7 @@ from graphrag import (
     TiktokenCounter,
     TokenCounter,
 )
-from graphrag.core.errors import CacheUnavailable, DatabaseUnavailable
+from graphrag.core.errors import CacheUnavailable, DatabaseUnavailable, GraphRagError
 from graphrag.wiki.focus.types import FocusContextParams
 from service.binding import DatabaseStamp
 from service.carry import Carry
@@ -74,8 +74,9 @@ def build_counter(name: str, settings: Settings) -> TokenCounter:
 
 def build_source(settings: Settings) -> NoteSource:
     """The note source of ``GRAPHRAG_SCHEMA`` on ``GRAPHRAG_DATABASE_URL``."""
-    return open_source(open_engine(settings.database_url), settings.schema_name,
-                       in_chunk=settings.in_chunk)
+    engine = open_engine(settings.database_url, pool_size=settings.database_pool_size,
+                         statement_timeout_ms=settings.database_statement_timeout_ms)
+    return open_source(engine, settings.schema_name, in_chunk=settings.in_chunk)
 
 
 def strategy_params(settings: Settings) -> StrategyParams:
@@ -164,6 +165,14 @@ class Wiring:
     def progress(self, name: str = "nightly") -> RedisProgress:
         return RedisProgress(self.client, self.keys, name)
 
+    def known_model(self) -> str | None:
+        """The database's graph model, or None while it cannot be learnt (the database is down
+        and GRAPHRAG_SCHEMA=auto)."""
+        try:
+            return self.source.model
+        except GraphRagError:
+            return None
+
     def strategies(self) -> tuple[str, ...]:
         """The strategies kept as snapshots (asks the source's model only when not configured)."""
         s = self.settings
@@ -219,7 +228,24 @@ class Wiring:
     def feed(self) -> FeedWatch:
         """Whether change capture is recent enough for snapshots to be served (service.feed)."""
         heartbeat = RedisFeedHeartbeat(self.client, self.keys)
-        return FeedWatch(FeedGuard(heartbeat.read, max_lag_ms=self.settings.max_feed_lag_s * 1000))
+        return FeedWatch(FeedGuard(heartbeat.read, max_lag_ms=self.settings.max_feed_lag_s * 1000,
+                                   expected=self.settings.change_source == "cdc"))
+
+    def unfollowed(self) -> str | None:
+        """Why nothing keeps the snapshots current, for ``/healthz`` (None: something does, or the
+        feed check is off and it cannot be told): ``GRAPHRAG_CHANGE_SOURCE=none``, or ``auto`` with
+        no webhook secret and no heartbeat of change capture."""
+        s = self.settings
+        if s.change_source == "none":
+            return ("no change source (GRAPHRAG_CHANGE_SOURCE=none): snapshots follow edits only "
+                    "at the nightly rebuild and the soft TTL")
+        if s.change_source != "auto" or s.webhook_secret is not None or not self.feed.guard.enabled:
+            return None
+        self.feed.reason()  # starts the watch: it has read the heartbeat once
+        if self.feed.guard.heard:
+            return None
+        return ("no change source: no change capture heartbeat and no GRAPHRAG_WEBHOOK_SECRET "
+                "(run `graphrag cdc`, or set GRAPHRAG_CHANGE_SOURCE)")
 
     def rebuild(self, note_ids: Iterable[int], *, progress: Callable[[int], None] | None = None,
                 carry: Carry | None = None) -> RebuildReport:

@@ -34,6 +34,10 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="GRAPHRAG_", frozen=True, extra="ignore")
 
     database_url: str = DEFAULT_DATABASE_URL
+    #: connections each process keeps open to the database, and the bound of one statement
+    #: (0: the server's own); a live compute sends a few statements (docs/capacity.md)
+    database_pool_size: int = Field(default=5, ge=1, le=100)
+    database_statement_timeout_ms: int = Field(default=30_000, ge=0, le=3_600_000)
     #: table layout of Doughnut's database: ``auto`` (detected) or a profile name
     schema_name: str = Field(default="auto", validation_alias=AliasChoices("GRAPHRAG_SCHEMA",
                                                                          "schema_name"))
@@ -96,6 +100,13 @@ class Settings(BaseSettings):
     #: Change capture: the replication client's server id (unique among the database's replicas)
     #: and the TTL of the lease that keeps it to one instance.
     cdc_server_id: int = Field(default=4_242_001, ge=1, le=2**32 - 1)
+    #: change capture's database URL (a user with REPLICATION SLAVE, REPLICATION CLIENT); unset
+    #: or empty: GRAPHRAG_DATABASE_URL
+    cdc_database_url: str | None = None
+    #: what keeps snapshots current: ``cdc`` (change capture; a reader computes live until its
+    #: heartbeat appears), ``webhook`` (a signed sender; needs GRAPHRAG_WEBHOOK_SECRET), ``none``
+    #: (only the nightly rebuild and the soft TTL), ``auto`` (whichever is found)
+    change_source: Literal["auto", "cdc", "webhook", "none"] = "auto"
     cdc_lease_ms: int = Field(default=6_000, ge=1_000, le=600_000)
     #: RabbitMQ: deliveries of one message before it is parked in ``<queue>.parked``.
     delivery_limit: int = Field(default=5, ge=1, le=1000)
@@ -152,6 +163,19 @@ class Settings(BaseSettings):
             port_ok = False
         if scheme != "memory" and not (parts.hostname and port_ok):
             raise ValueError(f"bad host or port {parts.netloc.rpartition('@')[2]!r}")  # no password
+        return value
+
+    @field_validator("webhook_secret", "cdc_database_url", "doughnut_url", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value: object) -> object:
+        """``VAR=`` (what compose passes for an unset optional variable) means unset."""
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("doughnut_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and urlsplit(value).scheme not in ("http", "https"):
+            raise ValueError("must be Doughnut's backend address, http(s)://host[:port]")
         return value
 
     @field_validator("webhook_secret")

@@ -22,7 +22,7 @@ from service.ports import NoteSource
 from storage.database import reason
 from storage.profiles import doughnut_2025, doughnut_2026
 
-__all__ = ["PROFILES", "SCHEMAS", "Profile", "detect", "open_source"]
+__all__ = ["PROFILES", "SCHEMAS", "Profile", "detect", "open_source", "profile_named"]
 
 
 @dataclass(frozen=True)
@@ -35,16 +35,21 @@ class Profile:
     open: Callable[[Engine, int], NoteSource]
     #: what the layout reads that a database lacks, named for an error
     missing: Callable[[dict[str, set[str]]], list[str]]
+    #: the Doughnut releases whose database has this layout
+    doughnut: str
 
 
 PROFILES: tuple[Profile, ...] = (
     Profile(doughnut_2025.NAME, "tree",
             lambda tables: doughnut_2025.matches(tables.get("note", set())),
             lambda engine, chunk: doughnut_2025.Doughnut2025(engine, in_chunk=chunk),
-            lambda tables: [f"note.{c}" for c in doughnut_2025.missing(tables.get("note", set()))]),
+            lambda tables: [f"note.{c}" for c in doughnut_2025.missing(tables.get("note", set()))],
+            "Doughnut up to May 2026: the note tree, before and after December 2025's column "
+            "renames"),
     Profile(doughnut_2026.NAME, "wiki", doughnut_2026.matches,
             lambda engine, chunk: doughnut_2026.Doughnut2026(engine, in_chunk=chunk),
-            doughnut_2026.missing),
+            doughnut_2026.missing,
+            "Doughnut since May 2026: folders and wiki links (checked against b2c0268c09)"),
 )
 #: Accepted values of ``GRAPHRAG_SCHEMA``.
 SCHEMAS = ("auto", *(p.name for p in PROFILES))
@@ -70,7 +75,8 @@ def detect(engine: Engine) -> Profile:
     raise SchemaMismatch(f"the database matches no known Doughnut layout: {lacks}")
 
 
-def _named(schema: str) -> Profile:
+def profile_named(schema: str) -> Profile:
+    """The profile called ``schema`` (ConfigurationError for another name)."""
     for profile in PROFILES:
         if profile.name == schema:
             return profile
@@ -99,4 +105,4 @@ def open_source(engine: Engine, schema: str = "auto", *, in_chunk: int = 100) ->
     """The note source of ``schema`` on ``engine``; ``auto`` detects the layout on first use."""
     if schema == "auto":
         return _Detected(engine, in_chunk)  # type: ignore[return-value]
-    return _named(schema).open(engine, in_chunk)
+    return profile_named(schema).open(engine, in_chunk)

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # What the test suite needs on this machine, made ready before it runs (`make test` calls this; so
 # does CI, through `make test`): MariaDB, Redis and RabbitMQ answering on their usual local ports,
-# started when they are installed but down; Debian's nginx (the proxy test) and Prometheus (the
-# alerting tests), installed when missing. What cannot be done here (not root, no package manager,
-# a service that will not start) stops at once with one line naming the command that would fix it.
+# started when they are installed but down; Debian's nginx (the proxy test), Prometheus (the
+# alerting tests) and docker-compose 1.29 (the compose file's interpolation), installed when
+# missing. What cannot be done here (not root, no package manager, a service that will not start)
+# stops at once with one line naming the command that would fix it.
 # A missing service never makes a test skip: without this script the tests that need it fail.
 set -euo pipefail
 
@@ -61,3 +62,4 @@ ensure_service Redis redis_up /usr/bin/redis-server redis-server --daemonize yes
 ensure_service RabbitMQ rabbitmq_up /usr/sbin/rabbitmq-server rabbitmq-server -detached
 ensure_package /usr/sbin/nginx nginx-light
 ensure_package /usr/bin/promtool prometheus
+ensure_package /usr/bin/docker-compose docker-compose

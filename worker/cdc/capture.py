@@ -126,6 +126,8 @@ def run_cdc(settings: Settings, stop: threading.Event, metrics_port: int | None 
     """Check, take the lease, follow the log until ``stop``; False when the lease was lost. With
     ``metrics_port``, Prometheus metrics on ``http://0.0.0.0:<port>/metrics`` from the start (a
     standby instance answers scrapes too: a scrape that fails means no process, not a standby)."""
+    if settings.cdc_database_url is not None:  # its own user (REPLICATION SLAVE, CLIENT)
+        settings = settings.model_copy(update={"database_url": settings.cdc_database_url})
     registry = CollectorRegistry()
     metrics = CdcMetrics.create(registry)
     if metrics_port is not None:

@@ -227,7 +227,7 @@ def audit_lines(sample: int, rng_seed: int | None, database_url: str | None) -> 
     return lines
 
 
-def init_database(database_url: str | None, schema: str = "doughnut-2025") -> str:
+def init_database(database_url: str | None, schema: str = "doughnut-2026") -> str:
     """Create the tables of ``schema`` if none exist (demos and tests)."""
     engine = open_engine(load_settings(database_url=database_url).database_url)
     if schema == "doughnut-2026":
@@ -245,7 +245,7 @@ def init_database(database_url: str | None, schema: str = "doughnut-2025") -> st
     return "note table ready"
 
 
-def load_sample(database_url: str | None, schema: str = "doughnut-2025") -> str:
+def load_sample(database_url: str | None, schema: str = "doughnut-2026") -> str:
     """Fill an empty database with the bundled sample of ``schema``."""
     engine = open_engine(load_settings(database_url=database_url).database_url)
     if schema == "doughnut-2026":

@@ -299,6 +299,20 @@ def audit(sample: int, rng_seed: int | None, database_url: str | None) -> None:
         click.echo(line)
 
 
+@main.command()
+@db_option
+@reports_errors
+def doctor(database_url: str | None) -> None:
+    """Check that this deployment will work, before anything runs (exit 0 only when it will)."""
+    from worker.cli.doctor import report
+    from worker.settings import load_settings
+
+    lines, healthy = report(load_settings(database_url=database_url))
+    for line in lines:
+        click.echo(line)
+    sys.exit(0 if healthy else 1)
+
+
 @main.group()
 def prefix() -> None:
     """The database a key prefix (GRAPHRAG_REDIS_PREFIX) belongs to."""
@@ -333,9 +347,9 @@ def db() -> None:
 
 
 schema_option = click.option(
-    "--schema", type=click.Choice(["doughnut-2025", "doughnut-2026"]), default="doughnut-2025",
-    show_default=True, help="The table layout: Doughnut 2025's note tree, or today's folders and "
-                            "wiki links.")
+    "--schema", type=click.Choice(["doughnut-2026", "doughnut-2025"]), default="doughnut-2026",
+    show_default=True, help="The table layout: today's Doughnut (folders and wiki links), or "
+                            "Doughnut 2025's note tree.")
 
 
 @db.command("init")

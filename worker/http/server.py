@@ -92,7 +92,8 @@ def build_http_apps(settings: Settings, *, redis_client: Any = None,
     auth, responses = _doughnut_auth(settings, wiring, registry, token), http_responses(registry)
     app = create_app(reader, reader_token=token or None, registry=registry,
                      webhook=_webhook(settings, wiring, celery),
-                     health=health_of(wiring.cache, wiring.source, wiring.feed.reason),
+                     health=health_of(wiring.cache, wiring.source,
+                                      lambda: wiring.feed.reason() or wiring.unfollowed()),
                      doughnut=auth)
     public = None
     if settings.public_port is not None:
@@ -110,6 +111,8 @@ def _checked_token(settings: Settings) -> str:
     if settings.reader_auth != "shared" and settings.schema_name == "doughnut-2025":
         raise ConfigurationError(f"GRAPHRAG_READER_AUTH={settings.reader_auth} needs today's "
                                  "Doughnut (doughnut-2026): the 2025 tree has no viewers")
+    if settings.change_source == "webhook" and settings.webhook_secret is None:
+        raise ConfigurationError("GRAPHRAG_CHANGE_SOURCE=webhook needs GRAPHRAG_WEBHOOK_SECRET")
     if settings.public_port is not None and settings.schema_name == "doughnut-2025":
         raise ConfigurationError("GRAPHRAG_PUBLIC_PORT serves Doughnut's users: it needs today's "
                                  "Doughnut (doughnut-2026)")
@@ -122,7 +125,7 @@ def _webhook(settings: Settings, wiring: Wiring, celery: Celery | None) -> Webho
     return WebhookReceiver(settings.webhook_secret.get_secret_value(), wiring.coordination,
                            outdating(celery_enqueuer(celery or create_celery(settings)),
                                      lambda ids: outdate_shown(ids, wiring.cache)),
-                           max_events=settings.webhook_max_events)
+                           max_events=settings.webhook_max_events, model=wiring.known_model)
 
 
 def _doughnut_auth(settings: Settings, wiring: Wiring, registry: CollectorRegistry, token: str,

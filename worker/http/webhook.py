@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, m
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from graphrag import GraphRagError
-from service.note_event import EVENT_TYPES, SUBJECTS
+from service.note_event import EVENT_TYPES, SUBJECTS, foreign_to
 from service.ports import Coordination
 from worker.enqueue import EnqueueFailed
 
@@ -89,9 +89,13 @@ class WebhookReceiver:
     """Turns one HTTP delivery into one queued task, or a precise 4xx/503."""
 
     def __init__(self, secret: str, guard: Coordination,
-                 enqueue: Callable[[list[dict[str, Any]]], None], *, max_events: int) -> None:
+                 enqueue: Callable[[list[dict[str, Any]]], None], *, max_events: int,
+                 model: Callable[[], str | None] = lambda: None) -> None:
+        """``model``: the database's graph model (``tree``/``wiki``), or None while unknown (then
+        events of either era are taken)."""
         self._webhook = Webhook(secret)
         self._guard, self._enqueue, self._max_events = guard, enqueue, max_events
+        self._model = model
 
     def receive(self, body: bytes, headers: Mapping[str, str]) -> Reply:
         if len(body) > MAX_BODY_BYTES:
@@ -108,7 +112,22 @@ class WebhookReceiver:
         parsed = self._parse(body)
         if isinstance(parsed, Reply):
             return parsed
+        foreign = self._foreign(parsed)
+        if foreign is not None:
+            return foreign
         return self._deliver(headers["webhook-id"], parsed)
+
+    def _foreign(self, events: list[dict[str, Any]]) -> Reply | None:
+        """A 400 for the first event of the other era than the database's (service.note_event)."""
+        model = self._model()
+        if model is None:
+            return None
+        for index, event in enumerate(events):
+            reason = foreign_to(model, event)
+            if reason is not None:
+                mine = "Doughnut 2025's" if model == "tree" else "today's Doughnut's"
+                return Reply(400, {"error": f"events.{index}: {reason}; this database is {mine}"})
+        return None
 
     def _parse(self, body: bytes) -> list[dict[str, Any]] | Reply:
         try:
