@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ops.grants_doc import capture_block, reader_block
-from ops.settings_doc import compose_table, settings_table
+from ops.settings_doc import compose_table, missing_meanings, settings_table
 
 __all__ = ["BLOCKS", "DOCUMENTS", "ROOT", "block", "differences", "main", "regenerate"]
 
@@ -101,6 +101,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ops.docgen", description=__doc__)
     parser.add_argument("--write", action="store_true", help="rewrite the documents' blocks")
     write = parser.parse_args(argv).write
+    if write and missing_meanings():
+        print(f"worker/settings_meanings.py: no meaning for {', '.join(missing_meanings())}")
+        return 1
     stale = [document for document in DOCUMENTS if _update(document, write)]
     for document in stale:
         print(f"{document}: {'rewrote' if write else 'differs from'} the generated blocks")

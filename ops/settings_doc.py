@@ -2,10 +2,11 @@
 
 * ``settings``: every field of :class:`worker.settings.Settings`, in the class's order: its
   environment variable (``GRAPHRAG_<NAME>``, or its aliases such as ``GRAPHRAG_SCHEMA`` and
-  ``CELERY_BROKER_URL``), its default as an operator writes it and its meaning
+  ``CELERY_BROKER_URL``), its default as an operator writes it (and docker-compose.yml's, where the
+  file gives another: ``${VAR:-default}``, or ``required`` for ``${VAR:?message}``) and its meaning
   (:mod:`worker.settings_meanings`).
 * ``compose-settings``: the variables only docker-compose.yml reads (:data:`COMPOSE_ONLY`), with the
-  default the compose file gives each (``(required)`` for ``${VAR:?message}``).
+  default the compose file gives each.
 
 tests/test_settings_doc.py fails while README shows other tables, and while docker-compose.yml uses a
 variable that neither table names.
@@ -25,19 +26,27 @@ from worker.settings import Settings
 from worker.settings_meanings import DEFAULTS_SHOWN, MEANINGS
 
 __all__ = ["COMPOSE_FILE", "COMPOSE_ONLY", "compose_defaults", "compose_table", "env_names",
-           "interpolations", "settings_table"]
+           "interpolations", "missing_meanings", "settings_table"]
 
 COMPOSE_FILE = Path(__file__).resolve().parents[1] / "docker-compose.yml"
 
 #: Variables docker-compose.yml reads that the service does not: name, meaning.
 COMPOSE_ONLY: tuple[tuple[str, str], ...] = (
     ("GRAPHRAG_IMAGE_TAG", "tag of the image the project's services run "
-                           "(`doughnut-graphrag:<tag>`, built from `ops/Dockerfile`)"),
-    ("GRAPHRAG_HTTP_PORT", "host port of `http` (`graphrag serve`: the reader and the webhook; plain "
-                           "HTTP, put a TLS-terminating proxy in front of it across hosts)"),
-    ("GRAPHRAG_CDC_DATABASE_URL", "`cdc`'s `GRAPHRAG_DATABASE_URL`: a user with change capture's "
-                                  "grants (\"Deploying beside Doughnut\"); the default is the bundled "
-                                  "`mysql`'s root"),
+                           "(`doughnut-graphrag:<tag>`, built from `ops/Dockerfile`; one per release: "
+                           "runbook, \"Upgrade and roll back\")"),
+    ("GRAPHRAG_HTTP_BIND", "host address the internal listener (`http`'s 8000) and `mcp` are "
+                           "published on; a private address for a main app on another host"),
+    ("GRAPHRAG_HTTP_PORT", "host port of `http`'s internal listener (the shared token, `?viewer=`, "
+                           "`/metrics`, `/healthz`, the webhook)"),
+    ("GRAPHRAG_PUBLIC_HTTP_PORT", "host port of `http`'s public listener (Doughnut's two paths for "
+                                  "Doughnut's users): what the proxy in front of Doughnut points at"),
+    ("GRAPHRAG_MCP_PORT", "host port of `mcp` (streamable HTTP at `/mcp`, the reader token)"),
+    ("GRAPHRAG_CACHE_MAXMEMORY", "`maxmemory` of the snapshot cache, `redis-cache` (about 30k notes of "
+                                 "today's Doughnut per GB; `graphrag doctor` compares it with the "
+                                 "site)"),
+    ("GRAPHRAG_WORKER_MEMORY", "memory limit of a `worker` container (a full rebuild's process carries "
+                               "up to about 1 GB)"),
     ("MYSQL_ROOT_PASSWORD", "root password of the bundled `mysql`, the local stand-in for Doughnut's "
                             "database"),
     ("RABBITMQ_PASSWORD", "password of RabbitMQ's `graphrag` user (`--profile rabbitmq`; put it in "
@@ -79,18 +88,29 @@ def _default(name: str, field: FieldInfo) -> str:
     return "(none)" if field.default is None else f"`{_text(field.default)}`"
 
 
+def _with_compose(own: str, names: tuple[str, ...], compose: dict[str, list[str]]) -> str:
+    """The service's default, and docker-compose.yml's where it gives another."""
+    other = [d for n in names for d in compose.get(n, []) if d not in (own, "``", "(none)")]
+    return own + "".join(f"; compose: {d}" for d in other)
+
+
 def _row(names: tuple[str, ...], default: str, meaning: str) -> str:
     shown = f"`{names[0]}`" + "".join(f" (or `{n}`)" for n in names[1:])
     return f"| {shown} | {default} | {meaning.replace('|', chr(92) + '|')} |"
 
 
+def missing_meanings() -> list[str]:
+    """The fields of the settings class that worker/settings_meanings.py does not explain."""
+    return [name for name in Settings.model_fields if name not in MEANINGS]
+
+
 def settings_table() -> str:
-    """The table of every setting the service reads; KeyError names a field without a meaning."""
-    rows = list(_HEAD)
+    """The table of every setting the service reads (a field without a meaning says so)."""
+    rows, compose = list(_HEAD), compose_defaults()
     for name, field in Settings.model_fields.items():
-        if name not in MEANINGS:
-            raise KeyError(f"worker.settings_meanings.MEANINGS has no meaning for {name!r}")
-        rows.append(_row(env_names(name, field), _default(name, field), MEANINGS[name]))
+        names = env_names(name, field)
+        meaning = MEANINGS.get(name, "**no meaning yet: add it to worker/settings_meanings.py**")
+        rows.append(_row(names, _with_compose(_default(name, field), names, compose), meaning))
     return "\n".join(rows) + "\n"
 
 
@@ -115,7 +135,7 @@ def compose_defaults(path: Path = COMPOSE_FILE) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
     for line in path.read_text(encoding="utf-8").splitlines():
         for name, op, arg in [] if line.lstrip().startswith("#") else interpolations(line):
-            shown = "(required)" if "?" in op else f"`{arg}`" if "-" in op else "(none)"
+            shown = "required" if "?" in op else f"`{arg}`" if "-" in op else "(none)"
             if shown not in found.setdefault(name, []):
                 found[name].append(shown)
     return found

@@ -22,6 +22,11 @@ DEFAULTS_SHOWN: Mapping[str, str] = {
 MEANINGS: Mapping[str, str] = {
     "database_url": "SQLAlchemy URL of Doughnut's database (read-only use; its grants: \"Deploying "
                     "beside Doughnut\")",
+    "database_pool_size": "connections each process keeps open to the database: budget (readers + "
+                          "worker processes) × this against the server's `max_connections`",
+    "database_statement_timeout_ms": "the bound of one statement (MariaDB's `max_statement_time`, "
+                                     "MySQL's `max_execution_time`; `0`: the server's own); a live "
+                                     "compute sends a few statements",
     "schema_name": "table layout of the database: `auto` (detected on first use), `doughnut-2025` or "
                    "`doughnut-2026`; set it explicitly for a reader that must start while the "
                    "database is down",
@@ -93,6 +98,13 @@ MEANINGS: Mapping[str, str] = {
                   "with one line when it cannot be reached (runbook, \"Scaling out\": choosing the "
                   "broker)",
     "cdc_server_id": "`graphrag cdc`: its replication client id, unique among the database's replicas",
+    "cdc_database_url": "`graphrag cdc`'s database URL: a user of its own with change capture's "
+                        "grants (\"Deploying beside Doughnut\"); unset or empty: "
+                        "`GRAPHRAG_DATABASE_URL`",
+    "change_source": "what keeps snapshots current: `cdc` (change capture; a reader computes live "
+                     "until its heartbeat appears), `webhook` (a signed sender; needs "
+                     "`GRAPHRAG_WEBHOOK_SECRET`), `none` (only the nightly rebuild and the soft TTL), "
+                     "`auto` (whichever is found; `/healthz` says when none is)",
     "cdc_lease_ms": "`graphrag cdc`: TTL of the lease that keeps it to one instance (a standby takes "
                     "over within it)",
     "delivery_limit": "RabbitMQ only: deliveries of one message before it is parked in "
