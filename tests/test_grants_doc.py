@@ -27,11 +27,19 @@ from service.cdc import WATCHED
 from service.ports import NoteSource
 from storage.binlog import CdcSetupError, check_server
 from storage.database import open_engine
-from storage.grants import LAYOUTS, capture_sql, capture_tables, reader_sql, reader_tables
+from storage.grants import (
+    LAYOUTS,
+    REPLICATION,
+    capture_sql,
+    capture_tables,
+    reader_sql,
+    reader_tables,
+)
 from storage.profiles import PROFILES, open_source, tables_2026
 from storage.profiles.sample_2026 import SAMPLE_2026_FOCUS_IDS
 from storage.sample import SAMPLE_FOCUS_IDS
 from tests.conftest import mariadb_database, url_string
+from tests.deployment_support import ROOT
 from worker.cli.commands import load_sample
 
 MODELS = {p.name: p.model for p in PROFILES}
@@ -59,6 +67,12 @@ def test_capture_selects_what_it_watches_and_the_layouts_tables(layout: str) -> 
 def test_capture_follows_the_watched_tables(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(service.cdc.WATCHED, "wiki", WATCHED["wiki"] | {"user_token"})  # type: ignore[index]
     assert "GRANT SELECT ON doughnut.user_token TO 'graphrag_cdc'@'%';" in capture_sql("doughnut-2026")
+
+
+def test_the_stand_in_lets_its_user_follow_the_log_with_the_listed_privileges() -> None:
+    sql = (ROOT / "ops" / "mysql" / "replication.sql").read_text(encoding="utf-8")
+    grants = [line for line in sql.splitlines() if line.startswith("GRANT")]
+    assert grants == [f"GRANT {', '.join(REPLICATION)} ON *.* TO 'graphrag'@'%';"]
 
 
 # -- on MariaDB ------------------------------------------------------------------------------------
