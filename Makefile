@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test services run lint typecheck unit test-reliability clean
+.PHONY: test services run lint typecheck unit test-reliability docs clean
 
 # The suite runs in parallel worker processes (pytest-xdist): much of it waits on processes, brokers
 # and databases rather than computing, so more workers than cores pays. Every test makes its own
@@ -43,6 +43,11 @@ test-reliability: $(STAMP)
 
 run: $(STAMP)
 	@$(BIN)/python -m ops.demo
+
+# README's configuration tables and the database grants' SQL (README, runbook) are generated
+# (ops/docgen.py): this writes them again after a setting, a grant or docker-compose.yml changed.
+docs: $(STAMP)
+	$(BIN)/python -m ops.docgen --write
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -77,8 +77,9 @@ def test_token_limit_and_counter_are_honoured(sample_db: str) -> None:
     one = orjson.loads(context(sample_db, note, "--token-counter", "one-per-note",
                                "--token-limit", "4").stdout)
     assert len(one["relatedNotes"]) == 3
-    none = orjson.loads(context(sample_db, note, "--token-limit", "0").stdout)
+    none = orjson.loads(context(sample_db, note, "--token-limit", "1").stdout)
     assert none["relatedNotes"] == []
+    assert_one_line_error(context(sample_db, note, "--token-limit", "0"), 2, "--token-limit")
 
 
 def test_unknown_and_deleted_notes_are_one_line_errors(sample_db: str) -> None:

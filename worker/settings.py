@@ -28,7 +28,8 @@ _BROKER_SCHEMES = ("redis", "rediss", "amqp", "amqps", "pyamqp", "memory")
 
 
 class Settings(BaseSettings):
-    """The service's configuration (environment variables ``GRAPHRAG_*``)."""
+    """The service's configuration (environment variables ``GRAPHRAG_*``). A new field needs its
+    meaning in :mod:`worker.settings_meanings`; README's table is generated from both (``make docs``)."""
 
     model_config = SettingsConfigDict(env_prefix="GRAPHRAG_", frozen=True, extra="ignore")
 

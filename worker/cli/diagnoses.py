@@ -13,18 +13,14 @@ import httpx
 from service.cdc import WATCHED
 from storage.binlog import CdcSetupError, check_server
 from storage.database import open_engine
+from storage.grants import reader_tables
 from storage.profiles import profile_named
 from storage.profiles.privileges import unreadable_tables
-from storage.profiles.tables_2026 import REQUIRED as TABLES_2026
 from storage.redis.server_facts import server_facts
 from worker.compose import Wiring
 
 __all__ = ["Finding", "auth", "binding", "change_source", "database", "grants", "redis",
            "sessions"]
-
-#: the tables a reader selects from, per layout (Doughnut's users add ``user_token``)
-READER_TABLES = {"doughnut-2025": ("note",), "doughnut-2026": tuple(TABLES_2026)}
-
 
 @dataclass(frozen=True, slots=True)
 class Finding:
@@ -64,8 +60,7 @@ def auth(wiring: Wiring) -> Finding:
 
 def grants(wiring: Wiring) -> Finding:
     s = wiring.settings
-    tables = READER_TABLES[wiring.source.profile] + (
-        ("user_token",) if s.reader_auth != "shared" else ())
+    tables = reader_tables(wiring.source.profile, doughnut_users=s.reader_auth != "shared")
     engine = open_engine(s.database_url)
     try:
         missing = unreadable_tables(engine, tables)

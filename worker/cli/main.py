@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 import click
 
-from graphrag import GraphRagError, strategy_names
+from graphrag import GraphRagError, get_strategy, strategy_names
 from graphrag.core.params import MAX_NOTE_ID, MAX_TOKEN_LIMIT_CEILING
 from graphrag.core.tokens import COUNTER_NAMES
 
@@ -27,9 +27,13 @@ db_option = click.option(
     help="SQLAlchemy URL of the Doughnut database [env GRAPHRAG_DATABASE_URL; "
          "default: an embedded SQLite file graphrag.db].",
 )
+# The service's own read (GET /notes/{id}/graph), whose tokenLimit is 1 to the ceiling; only
+# Doughnut's own paths take 0.
 token_limit_option = click.option(
-    "--token-limit", type=click.IntRange(0, MAX_TOKEN_LIMIT_CEILING), default=None,
-    help="Doughnut's tokenLimit, focus note included [default: GRAPHRAG_MAX_TOKEN_LIMIT].")
+    "--token-limit", type=click.IntRange(1, MAX_TOKEN_LIMIT_CEILING), default=None,
+    help=f"Doughnut's tokenLimit, focus note included [default: focus-context "
+         f"{get_strategy('focus-context').default_token_limit}, the tree strategies "
+         f"GRAPHRAG_MAX_TOKEN_LIMIT].")
 
 
 def reports_errors(func: F) -> F:
@@ -69,7 +73,9 @@ def main() -> None:
 @click.option("--live", is_flag=True, help="Compute from the database now, not from a snapshot.")
 @db_option
 @click.option("--strategy", type=click.Choice(strategy_names()), default=None)
-@click.option("--seed", type=int, default=None, help="Sampling seed [default: first of GRAPHRAG_SEEDS].")
+@click.option("--seed", type=int, default=None,
+              help="Sampling seed [default: today's Doughnut: its seedless order; the 2025 tree: one "
+                   "of GRAPHRAG_SEEDS (with --live, the first)].")
 @token_limit_option
 @click.option("--token-counter", type=click.Choice(COUNTER_NAMES), default=None)
 @click.option("--now", "now", default=None, metavar="ISO-8601",
