@@ -10,7 +10,7 @@ from graphrag.core.params import config_hash
 from service.context import ContextService
 from tests.storage.wiki_rows import random_graph
 from worker.compose import build_counter, strategy_params
-from worker.settings import load_settings
+from worker.settings import Settings, load_settings
 
 
 def test_focus_context_dedupe_reaches_the_algorithm_and_the_config_hash() -> None:
@@ -66,3 +66,17 @@ def test_tiktoken_counts_are_remembered_unless_the_memo_is_off() -> None:
 def test_a_negative_memo_size_names_the_variable() -> None:
     with pytest.raises(ConfigurationError, match="GRAPHRAG_TOKEN_MEMO_ENTRIES"):
         load_settings(token_memo_entries=-1)
+
+
+def test_unprefixed_variables_are_not_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A field's own name sets it in code only: a stray BROKER_URL or SCHEMA_NAME in a container's
+    environment is not read (only GRAPHRAG_SCHEMA, CELERY_BROKER_URL, GRAPHRAG_BROKER_URL are)."""
+    monkeypatch.setenv("SCHEMA_NAME", "doughnut-2025")
+    monkeypatch.setenv("BROKER_URL", "amqp://stray:1/x")
+    defaults = Settings()
+    assert (defaults.schema_name, defaults.broker_url) == ("auto", "redis://127.0.0.1:6379/1")
+    assert load_settings(schema_name="doughnut-2026").schema_name == "doughnut-2026"
+    monkeypatch.setenv("GRAPHRAG_SCHEMA", "doughnut-2025")
+    monkeypatch.setenv("GRAPHRAG_BROKER_URL", "amqp://guest:guest@127.0.0.1:5672/v")
+    read = Settings()
+    assert (read.schema_name, read.broker_url) == ("doughnut-2025", "amqp://guest:guest@127.0.0.1:5672/v")

@@ -31,7 +31,10 @@ class Settings(BaseSettings):
     """The service's configuration (environment variables ``GRAPHRAG_*``). A new field needs its
     meaning in :mod:`worker.settings_meanings`; README's table is generated from both (``make docs``)."""
 
-    model_config = SettingsConfigDict(env_prefix="GRAPHRAG_", frozen=True, extra="ignore")
+    # populate_by_name: a field's own name sets it in code (load_settings' overrides), never an
+    # unprefixed environment variable (a stray BROKER_URL or SCHEMA_NAME is not a setting)
+    model_config = SettingsConfigDict(env_prefix="GRAPHRAG_", frozen=True, extra="ignore",
+                                      populate_by_name=True)
 
     database_url: str = DEFAULT_DATABASE_URL
     #: connections each process keeps open to the database, and the bound of one statement
@@ -39,8 +42,7 @@ class Settings(BaseSettings):
     database_pool_size: int = Field(default=5, ge=1, le=100)
     database_statement_timeout_ms: int = Field(default=30_000, ge=0, le=3_600_000)
     #: table layout of Doughnut's database: ``auto`` (detected) or a profile name
-    schema_name: str = Field(default="auto", validation_alias=AliasChoices("GRAPHRAG_SCHEMA",
-                                                                         "schema_name"))
+    schema_name: str = Field(default="auto", validation_alias=AliasChoices("GRAPHRAG_SCHEMA"))
     #: default strategy; None: the first registered strategy of the database's graph model
     strategy: str | None = None
     token_counter: Literal["tiktoken", "chars", "one-per-note"] = "tiktoken"
@@ -95,7 +97,7 @@ class Settings(BaseSettings):
     # Celery
     broker_url: str = Field(
         default="redis://127.0.0.1:6379/1",
-        validation_alias=AliasChoices("CELERY_BROKER_URL", "GRAPHRAG_BROKER_URL", "broker_url"),
+        validation_alias=AliasChoices("CELERY_BROKER_URL", "GRAPHRAG_BROKER_URL"),
     )
     #: Change capture: the replication client's server id (unique among the database's replicas)
     #: and the TTL of the lease that keeps it to one instance.
