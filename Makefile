@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 test: $(STAMP) services lint typecheck
-	$(BIN)/python -m pytest -n $(TEST_JOBS)
+	$(BIN)/python -m pytest -n $(TEST_JOBS) --durations=20
 
 # MariaDB, Redis and RabbitMQ up; nginx and Prometheus installed (or one line naming what to run).
 services:

@@ -37,7 +37,6 @@ from service.rebuild import RebuildReport, rebuild
 from service.sessions import SessionBook
 from service.users import TokenBook
 from storage.database import open_engine
-from storage.doughnut_web import DoughnutSessions
 from storage.encodings import load_cl100k
 from storage.profiles import open_source
 from storage.redis.binding import RedisBinding
@@ -219,6 +218,8 @@ class Wiring:
         s = self.settings
         if s.doughnut_url is None:
             return None
+        from storage.doughnut_web import DoughnutSessions  # httpx, for the HTTP process only
+
         sessions = DoughnutSessions(s.doughnut_url, timeout_s=s.doughnut_timeout_ms / 1000)
         return SessionBook(sessions, ttl_ms=s.session_cache_s * 1000,
                            clock_ms=lambda: time.monotonic_ns() // 1_000_000,
