@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from tests.mcp_support import Service
 
 #: The throw-away services (a local Redis Cluster, private RabbitMQ vhosts) for every directory.
-pytest_plugins = ("tests.services.plugin",)
+pytest_plugins = ("tests.services.plugin", "tests.reliability.figures")
 
 MYSQL_URL_ENV = "GRAPHRAG_TEST_MYSQL_URL"
 DEFAULT_MYSQL_URL = "mysql+pymysql://root@127.0.0.1:3306"
