@@ -152,6 +152,18 @@ class DatabaseStamp:
         self._checked = mine.digest
         return mine
 
+    def confirmed(self) -> str:
+        """The digest to stamp on a snapshot written now: checked (now, if it was not yet), never
+        provisional. A provisional digest on a write would outlive the guess: a snapshot of the
+        database that answers stamped as the prefix's, or one stamped as no database's that no
+        reader serves. Raises as :meth:`check` does."""
+        if self._checked is not None:
+            return self._checked
+        with self._lock:
+            if self._refused is not None:
+                raise self._refused
+            return self._checked or self.check().digest
+
     @property
     def digest(self) -> str:
         if self._checked is not None:

@@ -55,10 +55,14 @@ class ContextService:
     """Computes contexts for batches of focus notes with one set of IN queries per round."""
 
     def __init__(self, store: NoteSource, counter: TokenCounter, params: StrategyParams, *,
-                 database: Callable[[], str] = lambda: "") -> None:
-        """``database`` gives the digest of the database the snapshots come from, stamped on every
-        one written and expected on every one served (service.binding.DatabaseStamp)."""
+                 database: Callable[[], str] = lambda: "",
+                 stamp: Callable[[], str] | None = None) -> None:
+        """``database`` gives the digest of the database the snapshots come from, expected on every
+        one served; ``stamp`` (by default the same) the one stamped on every one written, which
+        is confirmed, never a provisional guess, and raises when it cannot be told
+        (service.binding.DatabaseStamp)."""
         self.store, self.counter, self.params, self.database = store, counter, params, database
+        self.stamp = stamp or database
 
     def costing(self) -> Any:
         """A fresh workspace of the source's graph model; pass it to several :meth:`compute_many`

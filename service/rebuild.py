@@ -159,7 +159,7 @@ def rebuild(
     started = time.perf_counter()
     hashes = {s: config_hash(s, service.params, service.counter.name) for s in strategies}
     plan = _Plan(tuple(strategies), tuple(seeds), max_token_limit, tuple(layered_limits), now_ms,
-                 hashes, service.database())
+                 hashes, service.stamp())
     tally, carry = _Tally(), carry or Carry()
     for epoch in _batches(note_ids, max(epoch_size, batch_size)):
         _rebuild_epoch(service, store, plan, epoch, batch_size, tally, progress, carry, preload)

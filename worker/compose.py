@@ -103,7 +103,7 @@ class Wiring:
     def service(self) -> ContextService:
         counter = build_counter(self._counter_name or self.settings.token_counter, self.settings)
         return ContextService(self.source, counter, strategy_params(self.settings),
-                              database=lambda: self.stamp.digest)
+                              database=lambda: self.stamp.digest, stamp=self.stamp.confirmed)
 
     def close(self) -> None:
         """Let go of the database's and Redis's connections this wiring opened."""

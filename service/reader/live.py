@@ -113,10 +113,14 @@ class LiveReads:
         self.metrics.live_computes.inc()
         if not write:
             return as_served(outcome_body(outcome, ask), "live", request.now_ms, request.now_ms)
+        try:
+            database = self.service.stamp()
+        except (CacheUnavailable, DatabaseUnavailable) as err:  # served, not written: no guess
+            log.warning("note %s computed live, not written back: %s", ask.note_id, err)
+            return as_served(outcome_body(outcome, ask), "live", request.now_ms, request.now_ms)
         envelope = Envelope.of(outcome, view, request, strategy=ask.strategy, generation=generation,
                                computed_at_ms=request.now_ms,
-                               config_hash=self.config_hashes[ask.strategy],
-                               database=self.service.database())
+                               config_hash=self.config_hashes[ask.strategy], database=database)
         self.write_back.write(envelope, seq)
         return as_served(envelope_body(envelope, ask), "live", request.now_ms, request.now_ms)
 

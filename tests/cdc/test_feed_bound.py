@@ -118,7 +118,8 @@ def test_a_stopped_feed_turns_every_read_live_until_it_catches_up(site: Site, ht
 
 def test_retiring_change_capture_stops_the_wait_for_its_heartbeat(site: Site, http: TestClient) -> None:
     """``graphrag cdc --forget`` is refused while an instance runs; once it is stopped, forgetting
-    its position and heartbeat makes a stopped feed no reason to distrust snapshots."""
+    its position and heartbeat makes a stopped feed no reason to distrust snapshots (and, with no
+    webhook secret either, ``/healthz`` names the missing change source)."""
     refused = _cdc_command(site, "--forget")
     assert refused.returncode == 1 and b"running" in refused.stderr
     assert b"Traceback" not in refused.stderr
@@ -129,8 +130,12 @@ def test_retiring_change_capture_stops_the_wait_for_its_heartbeat(site: Site, ht
     assert done.returncode == 0, done.stderr
     keys = site.wiring.keys
     assert not site.wiring.client.exists(keys.cdc_heartbeat(), keys.cdc_position())
-    wait_until(lambda: http.get("/healthz").json()["status"] == "ok", timeout_s=30,
-               what="snapshots are trusted again", details=lambda: str(http.get("/healthz").json()))
+    note = Doughnut26(site.wiring.source.engine, random.Random(5)).notes()[0]  # type: ignore[attr-defined]
+    wait_until(lambda: _graph(http, note)[:3] == (200, "cache", None), timeout_s=30,
+               what="snapshots are trusted again", details=lambda: str(_graph(http, note)[:3]))
+    # ... and /healthz says truthfully that nothing follows the edits now (GRAPHRAG_CHANGE_SOURCE=auto)
+    health = http.get("/healthz").json()
+    assert health["status"] == "degraded" and health["feed"].startswith("no change source"), health
 
 
 def _cdc_command(site: Site, *args: str) -> subprocess.CompletedProcess[bytes]:

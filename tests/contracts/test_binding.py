@@ -162,3 +162,25 @@ def test_another_database_learnt_late_refuses_every_use() -> None:
     for _ in range(2):
         with pytest.raises(PrefixOfAnotherDatabase):
             _ = late.digest
+
+
+def test_a_write_is_stamped_only_with_a_confirmed_digest() -> None:
+    """What a writer stamps is never the provisional guess: while the database cannot be asked it
+    raises (the write waits), once it answers it is checked at once, not after RETRY_MS."""
+    binding, database, clock = MemoryBinding(), Database(SECOND), [0]
+    binding.bind(FIRST)
+    database.down = True
+    late = stamp(database, binding, clock)
+    assert late.digest == FIRST.digest, "a reader serves what the prefix vouches for"
+    with pytest.raises(DatabaseUnavailable):
+        late.confirmed()
+    database.down = False
+    with pytest.raises(PrefixOfAnotherDatabase):
+        late.confirmed()  # the same clock: no RETRY_MS wait before the truth
+
+
+def test_an_unbound_prefix_is_bound_by_the_first_confirmed_write() -> None:
+    binding, database = MemoryBinding(), Database(FIRST)
+    writer = stamp(database, binding, [0])
+    assert writer.confirmed() == FIRST.digest and binding.bound() == FIRST
+    assert writer.confirmed() == FIRST.digest and database.asked == 1

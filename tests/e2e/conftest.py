@@ -7,7 +7,9 @@
 * The broker (``CELERY_BROKER_URL``): a whole Redis database number, because kombu's keys (queues,
   ``unacked``, bindings) carry no prefix. ``GRAPHRAG_TEST_BROKER_URL`` names one explicitly (then only
   kombu's own keys are deleted afterwards); otherwise the first *empty* database from 15 down to 8 is
-  claimed with a marker key and flushed afterwards, while the marker is still ours.
+  claimed with a marker key and flushed afterwards, while the marker is still ours. A database left
+  behind by a killed run (its marker names a process of this host that is gone, or it holds only
+  kombu's keys and no marker) is taken over: the take-over is a WATCH transaction on the marker.
 * Workers: ``python -m celery -A worker.celery.app worker`` in a new session (process group) with the
   settings in its environment; teardown stops every worker started, also when a test failed.
 * Webhook input (``test_webhook_*.py``): the real ASGI app from :func:`worker.http.app.create_app`
@@ -24,6 +26,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -99,26 +102,68 @@ def broker_database(base_url: str) -> Iterator[str]:
                     client.delete(key)
             client.close()
         return
-    token = uuid.uuid4().hex
+    token = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex}"
     base = redis.connection.parse_url(base_url)
     host, port = base.get("host", "127.0.0.1"), base.get("port", 6379)
     for db in BROKER_DBS:
         url = f"redis://{host}:{port}/{db}"
         client = connect(url, "the broker database")
-        if client.set(CLAIM_KEY, token, nx=True, ex=3600) and client.dbsize() == 1:
+        if _claim(client, token):
             break
-        if client.get(CLAIM_KEY) == token.encode():
-            client.delete(CLAIM_KEY)
         client.close()
     else:
-        pytest.fail(f"no empty Redis database among {list(BROKER_DBS)} for the broker; "
-                    f"set {BROKER_URL_ENV}", pytrace=False)
+        pytest.fail(f"no free Redis database among {list(BROKER_DBS)} for the broker (each holds "
+                    f"other data or a running test's claim); set {BROKER_URL_ENV}", pytrace=False)
     try:
         yield url
     finally:
         if client.get(CLAIM_KEY) == token.encode():
             client.flushdb()
         client.close()
+
+
+def _claim(client: redis.Redis, token: str) -> bool:
+    """Whether ``token`` now holds this database alone: it was empty, or what it holds was left by
+    a killed run (kombu's keys only, or the marker of a process of this host that is gone)."""
+    if client.set(CLAIM_KEY, token, nx=True, ex=3600):
+        if client.dbsize() == 1 or _leftovers_only(client):
+            return _take_over(client, token.encode(), token)
+        client.delete(CLAIM_KEY)
+        return False
+    holder = client.get(CLAIM_KEY)
+    return holder is not None and _holder_gone(holder) and _take_over(client, holder, token)
+
+
+def _take_over(client: redis.Redis, holder: bytes, token: str) -> bool:
+    """Empty the database and mark it ``token``'s, unless the marker changed from ``holder``."""
+    with client.pipeline() as pipe:
+        try:
+            pipe.watch(CLAIM_KEY)
+            if pipe.get(CLAIM_KEY) != holder:
+                return False
+            pipe.multi()
+            pipe.flushdb()
+            pipe.set(CLAIM_KEY, token, ex=3600)
+            pipe.execute()
+        except redis.WatchError:
+            return False
+    return True
+
+
+def _leftovers_only(client: redis.Redis) -> bool:
+    names = (CLAIM_KEY.encode(), *(k.encode() for k in KOMBU_KEYS))
+    for key in client.scan_iter(count=1000):
+        if key not in names and not key.startswith((b"_kombu.", b"realtime", b"bulk")):
+            return False
+    return True
+
+
+def _holder_gone(holder: bytes) -> bool:
+    host, _, rest = holder.decode(errors="replace").partition(":")
+    pid = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    return not Path(f"/proc/{pid}").exists()
 
 
 class Worker:
