@@ -22,8 +22,11 @@ def spare():
     with broker_database(redis_url()) as url:
         client = connect(url, "the broker database")
         client.flushdb()
-        yield client
-        client.close()
+        try:
+            yield client
+        finally:
+            client.flushdb()  # whatever a case left, its claims and "foreign" data included
+            client.close()
 
 
 def _gone_pid() -> int:
