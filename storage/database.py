@@ -180,16 +180,18 @@ def database_name(url: str) -> str | None:
     return make_url(url).database
 
 
-def create_database(server_url: str, name: str) -> None:
-    """Drop database ``name`` if it exists and create it empty (utf8mb4, as Doughnut's). ``name`` is
-    letters, digits and underscores only: it is spliced into the statement, not bound."""
+def create_database(server_url: str, name: str, *, keep: bool = False) -> None:
+    """Create database ``name`` empty (utf8mb4, as Doughnut's), dropping one of that name first
+    unless ``keep`` (then an existing one is left as it is). ``name`` is letters, digits and
+    underscores only: it is spliced into the statement, not bound."""
     if not _NAME.match(name):
         raise ConfigurationError(f"database name {name!r}: letters, digits and underscores only")
     engine = open_engine(with_database(server_url, None))
     try:
         with translated(f"cannot create database {name}"), engine.begin() as conn:
-            conn.execute(text(f"DROP DATABASE IF EXISTS `{name}`"))
-            conn.execute(text(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4 "
+            if not keep:
+                conn.execute(text(f"DROP DATABASE IF EXISTS `{name}`"))
+            conn.execute(text(f"CREATE DATABASE IF NOT EXISTS `{name}` CHARACTER SET utf8mb4 "
                               "COLLATE utf8mb4_unicode_ci"))
     finally:
         engine.dispose()

@@ -181,3 +181,35 @@ def test_compare_on_a_layout_with_one_strategy_is_a_one_line_error(tmp_path: Pat
         done = graphrag(*command, "--schema", "doughnut-2026", "--db", url)
         assert done.returncode == 0, done.stderr
     assert_one_line_error(graphrag("compare", "5", "--db", url), 1, "focus-context", "doughnut-2026")
+
+
+@pytest.mark.mariadb
+def test_db_init_creates_the_database_it_names_and_keeps_one_that_exists() -> None:
+    """A newcomer's stand-in: ``db init`` on a server without that database creates it (utf8mb4);
+    run again, even after ``load-sample``, it keeps what is there."""
+    import uuid
+
+    from sqlalchemy import create_engine, text
+
+    from tests.conftest import mysql_base_url, url_string
+
+    name = f"graphrag_init_{uuid.uuid4().hex[:8]}"
+    url = url_string(mysql_base_url().set(database=name))
+    admin = create_engine(url_string(mysql_base_url()))
+    try:
+        for _ in range(2):
+            done = graphrag("db", "init", "--db", url)
+            assert done.returncode == 0 and b"doughnut-2026 tables ready" in done.stderr, done.stderr
+        assert graphrag("db", "load-sample", "--db", url).returncode == 0
+        again = graphrag("db", "init", "--db", url)
+        assert again.returncode == 0, again.stderr
+        with admin.connect() as conn:
+            assert conn.execute(text(f"SELECT COUNT(*) FROM `{name}`.note")).scalar() > 0
+            charset = conn.execute(text("SELECT DEFAULT_CHARACTER_SET_NAME FROM "
+                                        "information_schema.SCHEMATA WHERE SCHEMA_NAME = :n"),
+                                   {"n": name}).scalar()
+        assert charset == "utf8mb4"
+    finally:
+        with admin.begin() as conn:
+            conn.execute(text(f"DROP DATABASE IF EXISTS `{name}`"))
+        admin.dispose()

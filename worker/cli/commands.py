@@ -21,7 +21,7 @@ from service.audit import audit
 from service.context import ContextService, require_model
 from service.drain import requeue
 from service.rebuild import start_full_rebuild
-from storage.database import epoch_ms, open_engine
+from storage.database import create_database, database_name, epoch_ms, open_engine
 from worker.compose import Wiring, wall_ms
 from worker.settings import Settings, load_settings
 
@@ -228,8 +228,13 @@ def audit_lines(sample: int, rng_seed: int | None, database_url: str | None) -> 
 
 
 def init_database(database_url: str | None, schema: str = "doughnut-2026") -> str:
-    """Create the tables of ``schema`` if none exist (demos and tests)."""
-    engine = open_engine(load_settings(database_url=database_url).database_url)
+    """Create the tables of ``schema`` if none exist, in a database created first if the server
+    has none of that name (demos and tests)."""
+    url = load_settings(database_url=database_url).database_url
+    name = database_name(url)
+    if name is not None and not url.startswith("sqlite"):
+        create_database(url, name, keep=True)
+    engine = open_engine(url)
     if schema == "doughnut-2026":
         from storage.profiles import admin_2026
         from storage.profiles.doughnut_2026 import Doughnut2026
