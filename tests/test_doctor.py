@@ -5,7 +5,8 @@ reader account of SELECT grants only; a private ``redis-server`` is the cache (`
 room for the site). On that the doctor passes every check and exits 0. Then one thing at a time is
 broken, and the doctor exits 1 with that check's FAIL line and its one-line fix: a server without a
 binary log, a missing grant, a ``maxmemory`` too small for the site, a key prefix bound to another
-database, Doughnut's users left on the shared token, and no change source on today's Doughnut.
+database, Doughnut's users left on the shared token, no change source on today's Doughnut, and
+Doughnut's session endpoint (a stub) failing or not listening.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from service.binding import DatabaseIdentity
 from storage.redis.binding import RedisBinding
 from storage.redis.keys import Keys
 from tests.binlog_server import execute, private_mariadb
+from tests.proxy_support import doughnut_stub, free_port
 from tests.reliability.servers import RedisServer
 from tests.reliability.support import cli_env, graphrag
 
@@ -101,6 +103,20 @@ def test_a_correct_deployment_passes_every_check(deployment: Deployment) -> None
         "ok   database", "ok   reader auth", "ok   grants", "ok   change source", "ok   redis",
         "ok   redis memory", "ok   key prefix"]
     assert "Doughnut since May 2026" in out[0] and "user_token" in out[2]
+    assert "no GRAPHRAG_DOUGHNUT_URL" in out[1], "the web app's sessions then go to Doughnut"
+
+
+def test_doughnuts_session_endpoint_answering_and_not(deployment: Deployment) -> None:
+    with doughnut_stub() as stub:
+        done = deployment.doctor(GRAPHRAG_DOUGHNUT_URL=stub.url)
+        out = lines(done)
+        assert done.returncode == 0 and out[-1].startswith("ok   doughnut:"), out
+        assert "no GRAPHRAG_DOUGHNUT_URL" not in out[1]
+        stub.sessions_down = True
+        assert_fails(deployment.doctor(GRAPHRAG_DOUGHNUT_URL=stub.url), "doughnut",
+                     "current-user", "GRAPHRAG_DOUGHNUT_URL")
+    assert_fails(deployment.doctor(GRAPHRAG_DOUGHNUT_URL=f"http://127.0.0.1:{free_port()}"),
+                 "doughnut", "did not answer", "GRAPHRAG_DOUGHNUT_URL")
 
 
 def test_a_server_without_a_binary_log(deployment: Deployment, tmp_path: Path) -> None:

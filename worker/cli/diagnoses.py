@@ -55,6 +55,10 @@ def auth(wiring: Wiring) -> Finding:
     if model == "tree" and mode != "shared":
         return Finding("reader auth", False, f"GRAPHRAG_READER_AUTH={mode} on the 2025 tree, which "
                        "has no users to read as", "set GRAPHRAG_READER_AUTH=shared")
+    if mode != "shared" and wiring.settings.doughnut_url is None:
+        return Finding("reader auth", True, f"GRAPHRAG_READER_AUTH={mode}; no GRAPHRAG_DOUGHNUT_URL: "
+                       "the web app's cookie-only reads are answered by Doughnut (the proxy's "
+                       "fallback), not from snapshots")
     return Finding("reader auth", True, f"GRAPHRAG_READER_AUTH={mode}")
 
 
