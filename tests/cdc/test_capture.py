@@ -31,7 +31,7 @@ from service.envelope import SnapshotKey, decode_envelope
 from storage.database import open_engine
 from tests.binlog_server import create_cdc_user, execute, private_mariadb
 from tests.cdc.site import Site, load_2025, load_2026, running
-from tests.e2e.conftest import ROOT, redis_url, wait_until, worker_env
+from tests.e2e.conftest import ROOT, connect, redis_url, wait_until, worker_env
 from tests.reliability.checks import check_snapshots
 from tests.reliability.doughnut26 import Doughnut26
 from tests.reliability.support import figure, sized
@@ -216,8 +216,12 @@ def test_a_server_without_a_row_log_is_one_line(option: str, tmp_path: Path) -> 
         engine = open_engine(f"{root}/d")
         load_2025(engine)
         engine.dispose()
+        prefix = f"graphrag-cdc:{uuid.uuid4().hex}:v1"  # never the default prefix of the shared Redis
         done = _cdc_once({"GRAPHRAG_DATABASE_URL": f"{root}/d", "GRAPHRAG_REDIS_URL": redis_url(),
-                          "GRAPHRAG_SCHEMA": "doughnut-2025"})
+                          "GRAPHRAG_SCHEMA": "doughnut-2025", "GRAPHRAG_REDIS_PREFIX": prefix})
+        client = connect(redis_url(), "the snapshot store")
+        client.delete(*client.keys(f"{prefix}:*") or [f"{prefix}:binding"])
+        client.close()
     lines = done.stderr.decode().strip().splitlines()
     assert done.returncode == 1 and len(lines) == 1, lines
     assert ("log_bin" in lines[0]) if option == "log_bin" else ("binlog_format" in lines[0]), lines

@@ -28,7 +28,7 @@ from kombu.connection import Connection
 
 from storage.database import open_engine
 from storage.profiles.admin_2025 import create_tables
-from tests.e2e.conftest import Worker, wait_until, worker_env
+from tests.e2e.conftest import Worker, connect, redis_url, wait_until, worker_env
 from tests.services.plugin import entered
 from tests.services.rabbitmq import rabbitmq_vhost
 from worker.broker import KombuQueueDepth, parking_queue
@@ -47,14 +47,20 @@ def amqp_url() -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def env(amqp_url: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+def env(amqp_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """The settings; what the worker left under the key prefix (its binding) goes afterwards."""
     folder = tmp_path_factory.mktemp("rabbitmq")
     engine = open_engine(f"sqlite:///{folder / 'empty.db'}")  # the sweep's runtime opens it
     create_tables(engine)
     engine.dispose()
-    return {"CELERY_BROKER_URL": amqp_url, "GRAPHRAG_DELIVERY_LIMIT": str(LIMIT),
-            "GRAPHRAG_DATABASE_URL": f"sqlite:///{folder / 'empty.db'}",
-            "GRAPHRAG_REDIS_PREFIX": f"graphrag-e2e:{uuid.uuid4().hex}:v1"}
+    prefix = f"graphrag-e2e:{uuid.uuid4().hex}:v1"
+    yield {"CELERY_BROKER_URL": amqp_url, "GRAPHRAG_DELIVERY_LIMIT": str(LIMIT),
+           "GRAPHRAG_DATABASE_URL": f"sqlite:///{folder / 'empty.db'}",
+           "GRAPHRAG_REDIS_PREFIX": prefix}
+    client = connect(redis_url(), "the snapshot store")
+    for key in client.scan_iter(match=f"{prefix}:*", count=1000):
+        client.delete(key)
+    client.close()
 
 
 @pytest.fixture(scope="module")
