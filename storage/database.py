@@ -39,6 +39,7 @@ __all__ = [
     "counted_statements",
     "create_database",
     "database_name",
+    "ensure_database",
     "epoch_ms",
     "open_engine",
     "prepare_engine",
@@ -195,6 +196,14 @@ def create_database(server_url: str, name: str, *, keep: bool = False) -> None:
                               "COLLATE utf8mb4_unicode_ci"))
     finally:
         engine.dispose()
+
+
+def ensure_database(url: str) -> None:
+    """Create the database ``url`` names if its server has none of that name, keeping one that
+    exists (a SQLite file is made on first use)."""
+    name = database_name(url)
+    if name is not None and not url.startswith("sqlite"):
+        create_database(url, name, keep=True)
 
 
 def _scalar(engine: Database, statement: str, **params: Any) -> Any:

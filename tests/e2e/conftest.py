@@ -126,7 +126,9 @@ def _claim(client: redis.Redis, token: str) -> bool:
     """Whether ``token`` now holds this database alone: it was empty, or what it holds was left by
     a killed run (kombu's keys only, or the marker of a process of this host that is gone)."""
     if client.set(CLAIM_KEY, token, nx=True, ex=3600):
-        if client.dbsize() == 1 or _leftovers_only(client):
+        if client.dbsize() == 1:
+            return True
+        if _leftovers_only(client):
             return _take_over(client, token.encode(), token)
         client.delete(CLAIM_KEY)
         return False
@@ -151,11 +153,9 @@ def _take_over(client: redis.Redis, holder: bytes, token: str) -> bool:
 
 
 def _leftovers_only(client: redis.Redis) -> bool:
-    names = (CLAIM_KEY.encode(), *(k.encode() for k in KOMBU_KEYS))
-    for key in client.scan_iter(count=1000):
-        if key not in names and not key.startswith((b"_kombu.", b"realtime", b"bulk")):
-            return False
-    return True
+    """Whether the database holds only the claim and kombu's keys (queues, priority lanes included)."""
+    ours = (CLAIM_KEY.encode(), b"_kombu.", *(k.encode() for k in KOMBU_KEYS))
+    return all(key.startswith(ours) for key in client.scan_iter(count=1000))
 
 
 def _holder_gone(holder: bytes) -> bool:

@@ -28,6 +28,7 @@ from kombu.connection import Connection
 
 from storage.database import open_engine
 from storage.profiles.admin_2025 import create_tables
+from storage.redis.client import delete_prefix
 from tests.e2e.conftest import Worker, connect, redis_url, wait_until, worker_env
 from tests.services.plugin import entered
 from tests.services.rabbitmq import rabbitmq_vhost
@@ -58,8 +59,7 @@ def env(amqp_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dic
            "GRAPHRAG_DATABASE_URL": f"sqlite:///{folder / 'empty.db'}",
            "GRAPHRAG_REDIS_PREFIX": prefix}
     client = connect(redis_url(), "the snapshot store")
-    for key in client.scan_iter(match=f"{prefix}:*", count=1000):
-        client.delete(key)
+    delete_prefix(client, prefix)
     client.close()
 
 

@@ -21,7 +21,7 @@ from service.audit import audit
 from service.context import ContextService, require_model
 from service.drain import requeue
 from service.rebuild import start_full_rebuild
-from storage.database import create_database, database_name, epoch_ms, open_engine
+from storage.database import ensure_database, epoch_ms, open_engine
 from worker.compose import Wiring, wall_ms
 from worker.settings import Settings, load_settings
 
@@ -231,9 +231,7 @@ def init_database(database_url: str | None, schema: str = "doughnut-2026") -> st
     """Create the tables of ``schema`` if none exist, in a database created first if the server
     has none of that name (demos and tests)."""
     url = load_settings(database_url=database_url).database_url
-    name = database_name(url)
-    if name is not None and not url.startswith("sqlite"):
-        create_database(url, name, keep=True)
+    ensure_database(url)
     engine = open_engine(url)
     if schema == "doughnut-2026":
         from storage.profiles import admin_2026
