@@ -152,5 +152,8 @@ def _traced_body(envelope: Envelope, ask: Ask) -> Answer:
 
 
 def trace_viewer(envelope: Envelope) -> Viewer | None:
-    """Whose view a trace snapshot holds (its focus notebook's owner)."""
+    """Whose view a trace snapshot holds (its focus notebook's owner): its header says, without
+    inflating the trace; a value written before says it only in its trace."""
+    if envelope.viewer is not None:
+        return envelope.viewer
     return None if envelope.trace is None else envelope.trace.viewer

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from graphrag import GraphRagError, NoteNotFound
 from graphrag.wiki.focus.types import NoteNotReadable
 from graphrag.wiki.model import WikiNeed
 from graphrag.wiki.view import WikiView
@@ -93,20 +94,39 @@ def _has_row(source: NoteSource, note_id: int) -> bool:
 
 
 def answer(reader: SnapshotReader, viewers: Viewers, read: DoughnutRead) -> Served:
-    """The context Doughnut returns for ``read``, or the :class:`Refusal` it answers first."""
+    """The context Doughnut returns for ``read``, or the :class:`Refusal` it answers first.
+
+    Whether the note has a row is asked of the database only when something else is refused
+    first here (a ``tokenLimit``, a user who cannot be found): a read is answered by the reader,
+    which finds no row exactly when a snapshot or a live computation finds none (NoteNotFound),
+    so a hit runs no SQL."""
     note_id = parse_java_int(read.note)
     if note_id is None:
         raise Refusal("bad-note", read.note)
-    if not _has_row(reader.service.store, note_id):
+    store = reader.service.store
+    limit = _limit(read.token_limit)
+    if isinstance(limit, Refusal):
+        raise limit if _has_row(store, note_id) else Refusal("no-note")
+    if note_id <= 0:
         raise Refusal("no-note")
-    if read.token_limit is None:
-        raise Refusal("no-limit")
-    limit = parse_java_int(read.token_limit)
-    if limit is None:
-        raise Refusal("bad-limit", read.token_limit)
-    viewer = viewers.viewer_of(read.bearer, read.cookie)
+    try:
+        viewer = viewers.viewer_of(read.bearer, read.cookie)
+    except GraphRagError:
+        if not _has_row(store, note_id):
+            raise Refusal("no-note") from None
+        raise
     try:
         return reader.get(note_id, token_limit=max(0, limit), viewer=viewer, fmt=read.fmt,
                           doughnut=True)
+    except NoteNotFound as err:
+        raise Refusal("no-note") from err
     except NoteNotReadable as err:
         raise Refusal("not-logged-in" if viewer.anonymous else "forbidden") from err
+
+
+def _limit(raw: str | None) -> int | Refusal:
+    """The ``tokenLimit`` as Spring converts it, or the refusal of a missing or bad one."""
+    if raw is None:
+        return Refusal("no-limit")
+    limit = parse_java_int(raw)
+    return Refusal("bad-limit", raw) if limit is None else limit

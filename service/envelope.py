@@ -37,6 +37,7 @@ from graphrag.core.errors import InvalidParameter
 from graphrag.tree.render import loads as loads_json
 from graphrag.wiki.focus.strategy import WikiOutcome
 from graphrag.wiki.focus.trace import Trace
+from graphrag.wiki.model import Viewer
 from service.packing import PackedTrace, is_packed, pack, unpack
 
 __all__ = ["SCHEMA", "Envelope", "Fact", "SnapshotKey", "decode_envelope", "is_fresh", "key_limit"]
@@ -100,6 +101,10 @@ class Envelope:
     #: the digest of the database it was computed from (service.binding): a reader serves only
     #: snapshots of its own database; "" for a process that checks no binding (tests, tools)
     database: str = ""
+    #: ``trace`` strategies: whose view it holds (the trace's viewer), in the header so that a
+    #: read naming its viewer (Doughnut's paths) decides without inflating the trace; None in a
+    #: value written before, whose trace then says
+    viewer: Viewer | None = None
 
     @property
     def traced(self) -> bool:
@@ -178,6 +183,8 @@ class Envelope:
         }
         if self.trace_bytes is not None:
             out |= {"resultTokenLimit": self.result_limit, "traceCrc32": zlib.crc32(self.trace_bytes)}
+        if self.viewer is not None:
+            out["viewer"] = self.viewer.to_json()
         return out
 
     def encode(self) -> bytes:
@@ -217,7 +224,7 @@ class Envelope:
             depends_on=tuple(sorted(outcome.depends_on())), config_hash=config_hash,
             result_json=outcome.to_json(),
             trace_json=outcome.trace.to_bytes(), result_limit=request.token_limit,
-            database=database,
+            database=database, viewer=outcome.trace.viewer,
         )
 
 
@@ -260,9 +267,18 @@ def _valid_header(obj: Any) -> bool:
         return False
     if not (isinstance(obj.get("strategy"), str) and isinstance(obj.get("configHash"), str)):
         return False
-    if not isinstance(obj.get("database", ""), str):
+    if not isinstance(obj.get("database", ""), str) or not _viewer_shaped(obj.get("viewer")):
         return False
     return _ints(obj.get("relatedTokens")) and _facts(obj.get("dependsOn")) and _traced(obj)
+
+
+def _viewer_shaped(value: Any) -> bool:
+    """Absent, or a viewer's JSON: ``{}``, ``{"userId": n}`` or ``{"circleId": n}``."""
+    if value is None:
+        return True
+    if not isinstance(value, dict) or len(value) > 1 or not set(value) <= {"userId", "circleId"}:
+        return False
+    return _ints(list(value.values()))
 
 
 def _shaped(result: Any) -> bool:
@@ -378,4 +394,10 @@ def _envelope(obj: dict[str, Any], result_json: bytes, trace_json: bytes | None,
         related_tokens=tuple(obj["relatedTokens"]), depends_on=tuple(obj["dependsOn"]),
         config_hash=obj["configHash"], result_json=result_json, trace_json=trace_json,
         result_limit=obj.get("resultTokenLimit"), packed=packed, database=obj.get("database", ""),
+        viewer=_viewer(obj.get("viewer")),
     )
+
+
+def _viewer(value: Any) -> Viewer | None:
+    """The header's ``viewer`` (checked by :func:`_valid_header`), None when it has none."""
+    return None if value is None else Viewer.from_json(value)

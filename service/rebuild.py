@@ -122,7 +122,7 @@ class _Plan:
         if spec.limits == "per-limit":
             return [(seed, lim, lim) for seed in self.seeds for lim in self.layered_limits]
         if spec.limits == "trace":
-            ready = min(spec.default_token_limit or top, top)
+            ready, top = min(spec.default_token_limit or top, top), spec.stored_limit(top)
             return [(seed, ready, top) for seed in (None, *self.seeds)]
         return [(seed, top, top) for seed in self.seeds]
 

@@ -37,7 +37,8 @@ MEANINGS: Mapping[str, str] = {
     "tiktoken_file": "path of `cl100k_base.tiktoken`",
     "token_memo_entries": "tiktoken counts a worker process remembers per exact note JSON (a count "
                           "never goes stale; about 0.5 KB each; `0`: none)",
-    "max_token_limit": "the largest tokenLimit snapshots answer (larger ones are computed live)",
+    "max_token_limit": "the largest tokenLimit snapshots answer (larger ones are computed live); "
+                       "focus-context traces answer up to 20,000 whatever is set below that",
     "seeds": "comma-separated sampling seeds kept as snapshots (focus-context also keeps the "
              "seedless order, which a read without a seed gets; a read of the 2025 tree without a "
              "seed gets one of these)",

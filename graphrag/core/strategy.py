@@ -58,6 +58,14 @@ class Strategy:
     #: the tokenLimit a read without one gets (and a ``trace`` snapshot stores ready); None: the
     #: configured maximum
     default_token_limit: int | None = None
+    #: ``trace`` strategies: the least tokenLimit a stored trace answers, whatever the configured
+    #: maximum (a larger maximum raises it); 0: the configured maximum alone
+    least_traced_limit: int = 0
+
+    def stored_limit(self, max_token_limit: int) -> int:
+        """The largest tokenLimit a snapshot of this strategy answers under ``max_token_limit``
+        (a trace's traversal limit)."""
+        return max(max_token_limit, self.least_traced_limit)
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):

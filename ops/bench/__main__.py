@@ -88,6 +88,7 @@ def _scaling(bench: Bench, graph: Graph, foci: list[int], results: dict[str, Any
 
 def _today(bench: Bench, graph: Graph, foci: list[int], results: dict[str, Any]) -> None:
     results["today"] = today_section(bench)
+    results["doughnut_reads"] = results["today"].pop("doughnut_reads")
     results.setdefault("memory", {})["focus_context_bytes_per_snapshot"] = (
         results["today"]["memory"]["bytes_per_snapshot"])
     full, rebuilt = results["today"]["full"], results.setdefault("rebuild", {})

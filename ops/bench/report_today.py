@@ -36,7 +36,29 @@ def today_lines(r: dict[str, Any]) -> list[str]:
             f"index; the reverse index (`dep:*`) is {m['dep_index_share'] * 100:.1f}%. The snapshot is "
             f"stored packed: a JSON header line, then a zstd frame of the result and one of the trace.",
             "",
-            *_read_lines(x.get("reads") or {}), *_user_lines(x.get("users") or {})]
+            *_read_lines(x.get("reads") or {}), *_user_lines(x.get("users") or {}),
+            *_doughnut_read_lines(r.get("doughnut_reads") or {})]
+
+
+_KIND_NAMES = {"owner_default": "the owner, tokenLimit 2000 (the stored result)",
+               "owner_any": "the owner, a random tokenLimit 1–20,000",
+               "subscriber": "a subscriber, a random tokenLimit",
+               "circle": "a circle member, a random tokenLimit",
+               "bazaar_anonymous": "no token, a bazaar note, a random tokenLimit"}
+
+
+def _doughnut_read_lines(reads: dict[str, Any]) -> list[str]:
+    """Doughnut's own read by each kind of reader, in process (ops.bench.doughnut_reads)."""
+    rows = [(k, reads[k]) for k in _KIND_NAMES if k in reads]
+    if not rows:
+        return []
+    lines = ["| reader | reads | p50 (µs) | p99 (µs) | p50 / the owner's default | SQL per read |",
+             "|---|---|---|---|---|---|"]
+    lines += [f"| {_KIND_NAMES[k]} | {r['reads']:,} | {_fmt(r['p50_us'])} | {_fmt(r['p99_us'])} | "
+              f"{r['ratio_p50']:.2f} | {r['sql_per_read']:.2f} |" for k, r in rows]
+    return ["Doughnut's own read (`GET /api/notes/{id}/graph` with a user's token, through the "
+            "path's parsing, the token's user and the read rule), in process, warmed up:", "",
+            *lines, ""]
 
 
 def _read_lines(reads: dict[str, Any]) -> list[str]:

@@ -34,6 +34,7 @@ from typing import Any
 from graphrag import Request
 from graphrag.wiki.model import Viewer, WikiNeed
 from graphrag.wiki.view import WikiView
+from ops.bench.doughnut_reads import doughnut_reads
 from ops.bench.full import compare_paths
 from ops.bench.graph import pages
 from ops.bench.helpers import figures, lazy_rebuild, loaded_database, percentile, ratio, say
@@ -196,7 +197,8 @@ def _measure(bench: Bench, url: str, engine: Database) -> dict[str, Any]:
            "memory": _memory(bench, "today"), "reads": _reads(bench, wiring, foci),
            "full": compare_paths(bench, engine, today_wiring(bench, url, engine, "today-paged"),
                                  today_wiring(bench, url, engine, "today-full"), STRATEGY),
-           "users": _users(wiring, engine, foci)}
+           "users": _users(wiring, engine, foci),
+           "doughnut_reads": doughnut_reads(bench, wiring, engine, foci)}
     say(f"today's Doughnut: live p50 {out['live_p50_ms']:.1f} ms, p95 {out['live_p95_ms']:.1f} ms; "
         f"rebuild {batched['snapshots_per_s']:.0f} snapshots/s; SQL per context "
         f"{out['sql_per_context_batched']:.2f} batched vs {out['sql_per_context_one_at_a_time']:.1f}; "

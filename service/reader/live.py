@@ -95,8 +95,10 @@ class LiveReads:
         strategy's traversal is then sized for the asked tokenLimit only)."""
         top = self.config.max_token_limit
         if write and ask.traced:
-            ready = min(get_strategy(ask.strategy).default_token_limit or top, top)
-            return Request(ask.note_id, ask.seed, ready, now_ms, traversal_token_limit=top)
+            spec = get_strategy(ask.strategy)
+            ready = min(spec.default_token_limit or top, top)
+            return Request(ask.note_id, ask.seed, ready, now_ms,
+                           traversal_token_limit=spec.stored_limit(top))
         size = ask.stored_limit if write and ask.stored_limit is not None else ask.token_limit
         traversal = size if ask.traced else max(size, top)
         return Request(ask.note_id, ask.seed, size, now_ms, traversal_token_limit=traversal,

@@ -148,14 +148,15 @@ class SnapshotReader:
         return self.strategies()[0]
 
     def _stored_limit(self, strategy: str, token_limit: int, seed: int | None) -> int | None:
-        c, mode = self.config, get_strategy(strategy).limits
+        c, spec = self.config, get_strategy(strategy)
         if strategy not in self.strategies():
             return None
-        if mode == "per-limit":
+        if spec.limits == "per-limit":
             return token_limit if token_limit in c.layered_limits else None
-        if mode == "trace" and seed is not None and seed not in c.seeds:
+        if spec.limits == "trace" and seed is not None and seed not in c.seeds:
             return None
-        return c.max_token_limit if token_limit <= c.max_token_limit else None
+        top = spec.stored_limit(c.max_token_limit)
+        return top if token_limit <= top else None
 
     # -- paths ----------------------------------------------------------------------------------
     def _serve(self, ask: Ask) -> Served:

@@ -9,14 +9,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.engine import Engine
 
 from storage.database import translated
 from storage.profiles.tables_2026 import create_tables, metadata, nonempty_tables
 
-__all__ = ["count_rows", "create_tables", "insert_rows", "nonempty_tables", "other_readers",
-           "save_content"]
+__all__ = ["bazaar_notebooks", "count_rows", "create_tables", "delete_tokens", "insert_rows",
+           "nonempty_tables", "other_readers", "save_content"]
 
 
 def insert_rows(engine: Engine, rows: Mapping[str, Sequence[Mapping[str, Any]]], *,
@@ -82,6 +82,22 @@ def other_readers(engine: Engine, notebooks: Sequence[int]) -> dict[str, tuple[i
         if row is not None:
             found["circle member"] = (int(row[0]), int(row[1]))
     return found
+
+
+def bazaar_notebooks(engine: Engine, notebooks: Sequence[int]) -> set[int]:
+    """Which of ``notebooks`` are in the bazaar."""
+    bazaar = _tables("bazaar_notebook")
+    with translated("cannot read the bazaar"), engine.connect() as conn:
+        rows = conn.execute(select(bazaar.c.notebook_id)
+                            .where(bazaar.c.notebook_id.in_(list(notebooks))))
+        return {int(r[0]) for r in rows}
+
+
+def delete_tokens(engine: Engine, tokens: Sequence[str]) -> None:
+    """Delete the ``user_token`` rows of ``tokens``."""
+    table = _tables("user_token")
+    with translated("cannot delete tokens"), engine.begin() as conn:
+        conn.execute(delete(table).where(table.c.token.in_(list(tokens))))
 
 
 def _tables(name: str) -> Any:

@@ -91,7 +91,7 @@ def replay_json(stored: Trace, token_limit: int) -> bytes:
 
 STRATEGY = Strategy(
     name="focus-context", version=1, model="wiki", limits="trace", params=FocusContextParams(),
-    run=focus_context_run, sibling_radius=0, default_token_limit=2000,
+    run=focus_context_run, sibling_radius=0, default_token_limit=2000, least_traced_limit=20_000,
     description="Doughnut 2026's FocusContext: wiki links to depth 2 and folder peers under one "
                 "combined budget, byte for byte (the default on today's Doughnut)",
 )
