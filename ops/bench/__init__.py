@@ -57,6 +57,7 @@ committed ``benchmarks/results/latest.json`` has an entry and that every module 
     scale                                         ops.bench.scale
     today                                         ops.bench.today
     today.full                                    ops.bench.full
+    doughnut_reads                                ops.bench.doughnut_reads  Doughnut's own read
     today_scale                                   ops.bench.today_scale  the full run only
     whole                                         ops.bench.whole
     scaling                                       ops.bench.scaling

@@ -48,6 +48,8 @@ def verdict(target: Target, value: float | None) -> tuple[str, str]:
     factor = target.factor(value)
     if target.met(value):
         return "pass", f"{1 / factor:.2f}× headroom" if factor > 0 else "pass"
+    if not math.isfinite(factor):
+        return "**miss**", f"{value:.3g} where none is allowed"
     return "**miss**", f"off by {factor:.2f}×" if factor < 10 else f"off by {factor:.0f}×"
 
 

@@ -41,7 +41,10 @@ class Target:
         return value < self.bound if self.op == "<" else value <= self.bound
 
     def factor(self, value: float) -> float:
-        """How far off (> 1 misses by that factor) or how much headroom (< 1)."""
+        """How far off (> 1 misses by that factor) or how much headroom (< 1); against a bound of
+        0 (none allowed), 0 when met and infinite when not."""
+        if self.bound == 0 or (self.op == ">=" and value == 0):
+            return 0.0 if self.met(value) else math.inf
         return self.bound / value if self.op == ">=" else value / self.bound
 
 
