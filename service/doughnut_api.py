@@ -31,7 +31,7 @@ from service.ports import NoteSource
 from service.reader import Served, SnapshotReader
 from service.sessions import Viewers
 
-__all__ = ["Refusal", "answer", "parse_java_int"]
+__all__ = ["Refusal", "answer", "cached_answer", "parse_java_int"]
 
 _INT32 = 2**31
 #: Java's Character.isWhitespace, which Spring's StringUtils.trimAllWhitespace removes everywhere
@@ -122,6 +122,20 @@ def answer(reader: SnapshotReader, viewers: Viewers, read: DoughnutRead) -> Serv
         raise Refusal("no-note") from err
     except NoteNotReadable as err:
         raise Refusal("not-logged-in" if viewer.anonymous else "forbidden") from err
+
+
+def cached_answer(reader: SnapshotReader, viewers: Viewers, read: DoughnutRead) -> Served | None:
+    """:func:`answer`'s answer when it is a fresh hit read by the snapshot's own viewer, a user
+    whose token is remembered; None when anything else would decide (then :func:`answer` does):
+    nothing is asked of the database or of Doughnut."""
+    note_id, limit = parse_java_int(read.note), _limit(read.token_limit)
+    if note_id is None or note_id <= 0 or isinstance(limit, Refusal):
+        return None
+    viewer = viewers.known(read.bearer, read.cookie)
+    if viewer is None:
+        return None
+    return reader.cached(note_id, token_limit=max(0, limit), viewer=viewer, fmt=read.fmt,
+                         doughnut=True)
 
 
 def _limit(raw: str | None) -> int | Refusal:

@@ -86,6 +86,12 @@ class Viewers:
     def __init__(self, tokens: TokenBook, sessions: SessionBook | None = None) -> None:
         self.tokens, self.sessions = tokens, sessions
 
+    def known(self, bearer: str | None, cookie: str | None) -> Viewer | None:
+        """The user a request reads as when its bearer token is remembered and names a user,
+        without asking anybody; None otherwise (nobody, a session, a token to look up)."""
+        viewer = None if bearer is None else self.tokens.known(bearer)
+        return None if viewer is None or viewer.anonymous else viewer
+
     def viewer_of(self, bearer: str | None, cookie: str | None) -> Viewer:
         viewer = self.tokens.viewer_of(bearer)
         if not viewer.anonymous or not cookie:

@@ -57,11 +57,26 @@ class TokenBook:
             return ANONYMOUS
         return Viewer(user_id=owner.user_id)
 
-    def _owner(self, token: str) -> TokenOwner | None:
-        key, now = hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest(), self.clock_ms()
+    def known(self, token: str) -> Viewer | None:
+        """:meth:`viewer_of` a token whose lookup is remembered, without asking the database;
+        None when it is not remembered (or no longer)."""
+        remembered = self._remembered(_key(token), self.clock_ms())
+        if remembered is None:
+            return None
+        owner = remembered[1]
+        if owner is None or (owner.expires_at_ms is not None and owner.expires_at_ms <= self.wall_ms()):
+            return ANONYMOUS
+        return Viewer(user_id=owner.user_id)
+
+    def _remembered(self, key: bytes, now: int) -> tuple[int, TokenOwner | None] | None:
         with self._lock:
             remembered = self._seen.get(key)
-        if remembered is not None and now - remembered[0] < self.ttl_ms:
+        return remembered if remembered is not None and now - remembered[0] < self.ttl_ms else None
+
+    def _owner(self, token: str) -> TokenOwner | None:
+        key, now = _key(token), self.clock_ms()
+        remembered = self._remembered(key, now)
+        if remembered is not None:
             return remembered[1]
         try:
             owner = self._lookup(token)
@@ -81,3 +96,8 @@ class TokenBook:
             return "unknown"
         expired = owner.expires_at_ms is not None and owner.expires_at_ms <= self.wall_ms()
         return "expired" if expired else "user"
+
+
+def _key(token: str) -> bytes:
+    """A token as it is remembered: its SHA-256 only."""
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()

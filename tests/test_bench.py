@@ -57,7 +57,7 @@ NEWER = frozenset({
     "reader.feed_bound_ratio_p50", "rebuild.full_speedup.wavefront", "rebuild.full_speedup.layered",
     "rebuild.full_speedup.focus-context", "rebuild.full_rows_per_snapshot",
     "memory.focus_context_bytes_per_snapshot", "today.reads.hit_ratio_p50",
-    "today.reads.other_limit_ratio_p50",
+    "today.reads.other_limit_ratio_p50", "reader.http_saturation_over_floor",
 })
 
 

@@ -29,6 +29,7 @@ import httpx
 from ops.bench.graph import Graph, wiring_for
 from ops.bench.helpers import percentile, ratio, say
 from ops.bench.plan import Bench, BenchError
+from ops.bench.saturation import saturation
 from ops.bench.services import Services
 from storage.redis.keys import Keys
 from storage.redis.positions import RedisFeedHeartbeat
@@ -127,7 +128,10 @@ def http_section(bench: Bench, svc: Services, foci: list[int]) -> dict[str, Any]
     bench.samples.update(http_us=hits, http_304_us=confirmed)
     say(f"HTTP: p50 {percentile(hits, .5):.0f} µs, p99 {percentile(hits, .99):.0f} µs, 304 p50 "
         f"{percentile(confirmed, .5):.0f} µs at {achieved:.0f} req/s")
-    return {"http_hit_p50_us": percentile(hits, .5), "http_hit_p99_us": percentile(hits, .99),
+    distinct = sorted(set(targets))
+    keys = [Keys(svc.prefix).snapshot(f, "wavefront", 0) for f in distinct]
+    return {**saturation(bench, svc, distinct, keys),
+            "http_hit_p50_us": percentile(hits, .5), "http_hit_p99_us": percentile(hits, .99),
             "http_304_p50_us": percentile(confirmed, .5),
             "http_304_p99_us": percentile(confirmed, .99),
             "http_rate_per_s": plan.http_rate, "http_achieved_per_s": achieved,

@@ -99,7 +99,18 @@ def reader_lines(r: dict[str, Any]) -> list[str]:
             f"HTTP: {x.get('http_requests', 0):,} requests, achieved "
             f"{fmt(x.get('http_achieved_per_s'))} req/s, {x.get('http_not_cache_hits', 0)} not served "
             f"from the cache, {x.get('http_not_as_expected', 0)} not answered 200 (plain) or 304 "
-            "(conditional).", "", *_table(["read", "p50 µs", "p99 µs"], rows)]
+            "(conditional).", "", *_table(["read", "p50 µs", "p99 µs"], rows),
+            *_saturation_lines(x)]
+
+
+def _saturation_lines(x: dict[str, Any]) -> list[str]:
+    if x.get("http_saturation_over_floor") is None:
+        return []
+    return [f"Saturation (wrk, {x.get('http_saturation_connections')} connections, closed loop, "
+            f"random hits): one `graphrag serve` {fmt(x['http_saturation_per_s'])} req/s; the floor "
+            f"(a bare ASGI app under the same uvicorn returning the stored values) "
+            f"{fmt(x['http_floor_per_s'])} req/s; ratio "
+            f"{x['http_saturation_over_floor']:.2f}.", ""]
 
 
 def live_lines(r: dict[str, Any]) -> list[str]:

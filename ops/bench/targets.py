@@ -124,6 +124,9 @@ TARGETS = (
     *(Target(f"Doughnut's read p50, {kind} / the owner's at the default tokenLimit",
              f"doughnut_reads.{kind}.ratio_p50", "<=", 1.3, "×", at(f"doughnut_reads.{kind}.ratio_p50"))
       for kind in ("owner_any", "subscriber", "circle", "bazaar_anonymous")),
+    Target("hits/s of one graphrag serve over the floor (a bare ASGI app, same server and values)",
+           "reader.http_saturation_over_floor", ">=", 0.5, "×",
+           at("reader.http_saturation_over_floor")),
     Target("SQL statements per Doughnut read after warm-up, all kinds", "doughnut_reads.sql_per_read",
            "<=", 0, "", at("doughnut_reads.sql_per_read")),
     Target("flat cost per snapshot 10k → 1M (max/min ms)", "scaling", "<=", 1.5, "×", scaling_spread),

@@ -227,7 +227,7 @@ def _free_port() -> int:
 
 def test_a_serving_process_never_shows_secrets() -> None:
     port = _free_port()
-    env = cli_env(**SECRETS.env(GRAPHRAG_TOKEN_COUNTER="chars"))
+    env = cli_env(**SECRETS.env(GRAPHRAG_TOKEN_COUNTER="chars", GRAPHRAG_ACCESS_LOG="true"))
     code = "from worker.cli.main import main; main()"
     proc = subprocess.Popen([sys.executable, "-c", code, "serve", "--port", str(port)], env=env,
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

@@ -9,13 +9,15 @@ is ``no-note`` before a bad or missing ``tokenLimit``, and a deleted note is sti
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 from graphrag import CharsCounter, Request, StrategyParams, get_strategy
 from graphrag.wiki.model import Viewer
 from service.answers import trace_viewer
 from service.context import ContextService
-from service.doughnut_api import DoughnutRead, Refusal, answer
+from service.doughnut_api import DoughnutRead, Refusal, answer, cached_answer
 from service.envelope import SnapshotKey, decode_envelope
 from service.ports import TokenOwner
 from service.reader import ReaderConfig, SnapshotReader
@@ -115,3 +117,38 @@ def test_a_stranger_is_refused_and_a_deleted_note_still_answered(site: Site) -> 
         site.read(site.focus, 2000, None)
     assert refused.value.kind == "not-logged-in"
     assert site.read(site.gone, 2000) == site.live(site.gone, 2000, 1)
+
+
+def test_the_hot_answer_is_the_answer_once_the_token_is_remembered(site: Site) -> None:
+    request = DoughnutRead(str(site.focus), "900", "owner-token", "json")
+    assert cached_answer(site.reader, site.viewers, request) is None  # not remembered yet
+    answered = answer(site.reader, site.viewers, request)
+    asked = len(site.db.asked)
+    hot = cached_answer(site.reader, site.viewers, request)
+    assert hot is not None and (hot.body, hot.source) == (answered.body, "cache")
+    assert len(site.db.asked) == asked
+    for other in (DoughnutRead(str(site.focus), "900", "other-token", "json"),  # a stranger
+                  DoughnutRead(str(site.focus), "900", None, "json"),  # nobody
+                  DoughnutRead(str(site.focus), None, "owner-token", "json"),  # no tokenLimit
+                  DoughnutRead("999", "900", "owner-token", "json")):  # no snapshot
+        with contextlib.suppress(Refusal):
+            answer(site.reader, site.viewers, other)  # (remembers the token)
+        assert cached_answer(site.reader, site.viewers, other) is None, other
+
+
+def test_a_remembered_token_is_known_until_it_is_forgotten_or_expires() -> None:
+    now, wall = [0], [NOW_MS]
+    owners = {"a": TokenOwner(1, None), "b": TokenOwner(2, NOW_MS + 10)}
+    book = TokenBook(owners.get, ttl_ms=100, clock_ms=lambda: now[0], wall_ms=lambda: wall[0])
+    assert book.known("a") is None
+    assert book.viewer_of("a") == book.known("a") == Viewer(user_id=1)
+    assert book.viewer_of("b") == book.known("b") == Viewer(user_id=2)
+    assert book.viewer_of("c") == book.known("c") == Viewer()  # unknown: nobody
+    wall[0] += 10
+    assert book.known("b") == Viewer()  # expired
+    now[0] += 100
+    assert book.known("a") is None  # forgotten: looked up again by viewer_of
+    assert Viewers(book).known("a", None) is None
+    book.viewer_of("a")
+    assert Viewers(book).known("a", "session=1") == Viewer(user_id=1)
+    assert Viewers(book).known("c", None) is None  # nobody is not decided without the session

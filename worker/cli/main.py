@@ -191,7 +191,8 @@ def serve(host: str, port: int, public_host: str | None, public_port: int | None
 
     settings = load_settings(database_url=database_url, public_port=public_port)
     listeners = Listeners(host, port, public_host, settings.public_port)
-    run(build_http_app(settings), listeners, header_timeout_s=settings.header_timeout_s)
+    run(build_http_app(settings), listeners, header_timeout_s=settings.header_timeout_s,
+        access_log=settings.access_log)
 
 
 @main.command()

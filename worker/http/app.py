@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, TypedDict
 
 from fastapi import Depends, FastAPI, Header, Query
 from fastapi import Request as HttpRequest
@@ -32,8 +32,10 @@ from graphrag.wiki.model import Viewer
 from service.reader import Served, SnapshotReader
 from worker.gate import BearerGate
 from worker.http.conditional import validators
+from worker.http.doughnut_paths import GRAPH as DOUGHNUT_GRAPH
 from worker.http.doughnut_paths import PATHS as DOUGHNUT_PATHS
 from worker.http.doughnut_paths import DoughnutAuth, DoughnutQuery, install
+from worker.http.hot import HotReads
 from worker.http.webhook import MAX_BODY_BYTES, WebhookReceiver
 
 __all__ = ["create_app", "install_error_handlers", "respond"]
@@ -56,6 +58,16 @@ def _int(name: str, value: str | None, *, minimum: int = 0) -> int | None:
     return number
 
 
+class _Args(TypedDict):
+    """What a read asks :meth:`SnapshotReader.get` (and ``cached``) for."""
+
+    note_id: int
+    token_limit: int | None
+    seed: int | None
+    strategy: str | None
+    viewer: Viewer | None
+
+
 @dataclass
 class _Query:
     """The parameters of a read (``authorization`` is declared for OpenAPI; BearerGate checks it)."""
@@ -65,6 +77,15 @@ class _Query:
     strategy: Annotated[str | None, Query()] = None
     viewer: Annotated[str | None, Query(description="user id whose view (today's Doughnut)")] = None
     authorization: Annotated[str | None, Header()] = None
+
+
+def _args(note_id: str, q: _Query) -> _Args:
+    """A read's arguments from the path and the query (InvalidParameter names a bad one)."""
+    viewer = _int("viewer", q.viewer)
+    return _Args(note_id=_int("noteId", note_id) or 0,
+                 token_limit=_int("tokenLimit", q.token_limit, minimum=1),
+                 seed=_int("seed", q.seed, minimum=-(2**63)), strategy=q.strategy,
+                 viewer=None if viewer is None else Viewer(user_id=viewer))
 
 
 def _error(status: int, message: str, **extra: Any) -> JSONResponse:
@@ -103,12 +124,10 @@ def create_app(
     app = FastAPI(title="Graph RAG snapshots for Doughnut", version="1")
 
     def read(note_id: str, q: _Query, fmt: str = "json") -> Served:
-        viewer = _int("viewer", q.viewer)
-        return reader.get(
-            _int("noteId", note_id) or 0, token_limit=_int("tokenLimit", q.token_limit, minimum=1),
-            seed=_int("seed", q.seed, minimum=-(2**63)), strategy=q.strategy,
-            viewer=None if viewer is None else Viewer(user_id=viewer), fmt=fmt,
-        )
+        return reader.get(**_args(note_id, q), fmt=fmt)
+
+    def cached(note_id: str, q: _Query) -> Served | None:
+        return reader.cached(**_args(note_id, q))
 
     @app.get("/notes/{note_id}/graph", summary="The context of a note (JSON)")
     def graph(request: HttpRequest, note_id: str, q: Annotated[_Query, Depends()]) -> Response:
@@ -124,7 +143,15 @@ def create_app(
     def shared_read(note_id: str, q: DoughnutQuery, fmt: str) -> Served:
         return read(note_id, _Query(q.token_limit, q.seed, None, q.viewer, q.authorization), fmt)
 
-    install(app, reader, auth, shared_read, respond)
+    def shared_cached(note_id: str, q: DoughnutQuery) -> Served | None:
+        return cached(note_id, _Query(q.token_limit, q.seed, None, q.viewer, q.authorization))
+
+    def own_hot(request: HttpRequest, note_id: str) -> Served | None:
+        params = request.query_params
+        return cached(note_id, _Query(params.get("tokenLimit"), params.get("seed"),
+                                      params.get("strategy"), params.get("viewer")))
+
+    doughnut_hot = install(app, reader, auth, shared_read, respond, shared_cached)
 
     @app.post("/webhooks/note-events", status_code=202, summary="Doughnut note-edit events")
     async def note_events(request: HttpRequest) -> JSONResponse:
@@ -149,11 +176,15 @@ def create_app(
         return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
 
     install_error_handlers(app)
+    app.add_middleware(HotReads, reads=[(OWN_GRAPH, own_hot), (DOUGHNUT_GRAPH, doughnut_hot)],
+                       respond=respond)
     app.add_middleware(BearerGate, token=reader_token or None, public=_PUBLIC_PATHS,
                        open_paths=None if auth.mode == "shared" else DOUGHNUT_PATHS)
     return app
 
 
+#: the service's own JSON path, the note's id captured (worker.http.hot)
+OWN_GRAPH = r"/notes/([^/]+)/graph"
 _PUBLIC_PATHS = frozenset({"/healthz", "/metrics", "/webhooks/note-events", "/openapi.json",
                            "/docs", "/docs/oauth2-redirect", "/redoc"})
 

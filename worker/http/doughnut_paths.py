@@ -26,17 +26,19 @@ from fastapi import Depends, FastAPI, Header, Query
 from fastapi import Request as HttpRequest
 from fastapi.responses import Response
 
-from service.doughnut_api import DoughnutRead, Refusal, answer
+from service.doughnut_api import DoughnutRead, Refusal, answer, cached_answer
 from service.doughnut_errors import body_of
 from service.reader import Served, SnapshotReader
 from service.sessions import Viewers
 from worker.gate import carries, digest_of
 
-__all__ = ["AUTH_MODES", "DoughnutAuth", "DoughnutQuery", "install"]
+__all__ = ["AUTH_MODES", "GRAPH", "DoughnutAuth", "DoughnutQuery", "install"]
 
 AUTH_MODES = ("shared", "doughnut", "both")
 #: the paths a Doughnut user's token reaches (the gate lets them through in doughnut/both)
 PATHS = r"/api/notes/[^/]+/(graph|ai-context-markdown)"
+#: Doughnut's JSON path, the note's id captured (the hot read's: worker.http.hot)
+GRAPH = r"/api/notes/([^/]+)/graph"
 
 
 @dataclass
@@ -90,10 +92,29 @@ def _bearer(authorization: str | None) -> str | None:
     return authorization[len("Bearer "):]
 
 
+def _query(request: HttpRequest) -> DoughnutQuery:
+    """The parameters as the routes bind them (a repeated parameter: its last value)."""
+    params, headers = request.query_params, request.headers
+    return DoughnutQuery(params.get("tokenLimit"), params.get("seed"), params.get("viewer"),
+                         headers.get("authorization"), headers.get("cookie"))
+
+
 def install(app: FastAPI, reader: SnapshotReader, auth: DoughnutAuth,
             shared_read: Callable[[str, DoughnutQuery, str], Served],
-            respond: Callable[..., Response]) -> None:
-    """Add the two routes; ``shared_read`` and ``respond`` are the app's own read and response."""
+            respond: Callable[..., Response],
+            shared_cached: Callable[[str, DoughnutQuery], Served | None] = lambda *_: None,
+            ) -> Callable[[HttpRequest, str], Served | None]:
+    """Add the two routes; ``shared_read`` and ``respond`` are the app's own read and response.
+    Returns the hot read of ``/graph`` (worker.http.hot): its answer when it is a fresh hit read
+    by the snapshot's own viewer (``shared_cached`` for the shared token), else None."""
+
+    def hot(request: HttpRequest, note_id: str) -> Served | None:
+        q = _query(request)
+        if auth.shared(q.authorization):
+            return shared_cached(note_id, q)
+        assert auth.viewers is not None
+        read = DoughnutRead(note_id, q.token_limit, _bearer(q.authorization), "json", q.cookie)
+        return cached_answer(reader, auth.viewers, read)
 
     def serve(request: HttpRequest, note_id: str, q: DoughnutQuery, fmt: str) -> Response:
         if auth.shared(q.authorization):
@@ -117,3 +138,4 @@ def install(app: FastAPI, reader: SnapshotReader, auth: DoughnutAuth,
             response_class=Response)(graph)
     app.get("/api/notes/{note_id}/ai-context-markdown", response_class=Response,
             summary="Doughnut's own path: the context as markdown, {\"markdown\": ...}")(markdown)
+    return hot

@@ -57,18 +57,20 @@ class ByListener:
 
 
 def serve(app: ASGIApp, listeners: Listeners, *, header_timeout_s: float,
-          log_level: str = "info") -> None:
+          log_level: str = "info", access_log: bool = True) -> None:
     """Run ``app`` (a :class:`ByListener` when there is a public port) until stopped."""
-    server, sockets = bound(app, listeners, header_timeout_s=header_timeout_s, log_level=log_level)
+    server, sockets = bound(app, listeners, header_timeout_s=header_timeout_s, log_level=log_level,
+                            access_log=access_log)
     server.run(sockets=sockets)
 
 
 def bound(app: ASGIApp, listeners: Listeners, *, header_timeout_s: float,
-          log_level: str = "info") -> tuple[uvicorn.Server, list[socket.socket]]:
+          log_level: str = "info", access_log: bool = True,
+          ) -> tuple[uvicorn.Server, list[socket.socket]]:
     """The server and its bound sockets, not yet serving (``server.run(sockets=...)``)."""
     protocol = with_head_deadline(header_timeout_s)
     config = uvicorn.Config(app, host=listeners.host, port=listeners.port, http=protocol,
-                            log_level=log_level)
+                            log_level=log_level, access_log=access_log)
     sockets = [config.bind_socket()]
     if listeners.public_port is not None:
         public = uvicorn.Config(app, host=listeners.public_host or listeners.host,

@@ -16,7 +16,8 @@ from fastapi import FastAPI
 from graphrag import InvalidParameter
 from service.reader import Served, SnapshotReader
 from worker.http.app import install_error_handlers, respond
-from worker.http.doughnut_paths import DoughnutAuth, DoughnutQuery, install
+from worker.http.doughnut_paths import GRAPH, DoughnutAuth, DoughnutQuery, install
+from worker.http.hot import HotReads
 
 __all__ = ["create_public_app"]
 
@@ -29,6 +30,7 @@ def create_public_app(reader: SnapshotReader, auth: DoughnutAuth) -> FastAPI:
     """Doughnut's paths for Doughnut's users (``auth.public()``: no shared token, ever)."""
     app = FastAPI(title="Doughnut's note context paths", version="1", openapi_url=None,
                   docs_url=None, redoc_url=None)
-    install(app, reader, auth.public(), _no_shared_reads, respond)
+    hot = install(app, reader, auth.public(), _no_shared_reads, respond)
     install_error_handlers(app)
+    app.add_middleware(HotReads, reads=[(GRAPH, hot)], respond=respond)
     return app
