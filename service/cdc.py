@@ -15,7 +15,10 @@ before/after exactly, also what Doughnut never announces (moves and undo-deletes
   same for notes, with ``folderId`` and ``notebookId``; a note's link rows changed in the transaction
   give ``linkTargets`` before (the targets of its removed rows) and after (of its added rows), so the
   resolver sees exactly the targets that changed; link rows changed without their note's row give a
-  ``note.updated`` of that note; ``folder.*`` and ``notebook.*`` events for those tables.
+  ``note.updated`` of that note; ``folder.*`` and ``notebook.*`` events for those tables. A
+  transaction that changes a row of the access tables (:data:`ACCESS`: tokens, subscriptions,
+  circle members, ownerships, notebooks, the bazaar) moves the access epoch (service.access:
+  :func:`touches_access`) after its events are enqueued.
 
 Seeing a transaction twice (a crash between enqueueing and storing the position) repeats its events,
 which is harmless: an event only marks foci dirty.
@@ -26,13 +29,18 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, Protocol
 
-__all__ = ["WATCHED", "RowImage", "events_of"]
+__all__ = ["ACCESS", "WATCHED", "RowImage", "events_of", "touches_access"]
 
+#: The tables whose rows decide who reads what as whom (today's Doughnut): a transaction changing
+#: one of them moves the access epoch (service.access), it makes no event of its own
+ACCESS = frozenset({"user_token", "subscription", "circle_user", "ownership", "notebook",
+                    "bazaar_notebook"})
 #: The tables change capture follows, per graph model of the schema profile.
 WATCHED: Mapping[str, frozenset[str]] = {
     "tree": frozenset({"note"}),
-    "wiki": frozenset({"note", "folder", "notebook", "note_wiki_title_cache"}),
+    "wiki": frozenset({"note", "folder", "notebook", "note_wiki_title_cache"}) | ACCESS,
 }
+_EVENTFUL = frozenset({"note", "folder", "notebook"})
 _LINKS = "note_wiki_title_cache"
 
 
@@ -54,11 +62,15 @@ def events_of(changes: Sequence[RowImage], *, model: str, occurred_at: str) -> l
     if model == "tree":
         return [_note_event(c, occurred_at, _TREE) for c in changes if c.table == "note"]
     links = _link_changes(changes)
-    events = [_wiki_event(c, occurred_at, links) for c in changes
-              if c.table in WATCHED["wiki"] and c.table != _LINKS]
+    events = [_wiki_event(c, occurred_at, links) for c in changes if c.table in _EVENTFUL]
     named = {e.get("noteId") for e in events}
     return events + [_links_only(note, moved, occurred_at)
                      for note, moved in links.items() if note not in named]
+
+
+def touches_access(changes: Sequence[RowImage], *, model: str) -> bool:
+    """Whether the transaction changes a row of :data:`ACCESS` (today's Doughnut only)."""
+    return model == "wiki" and any(c.table in ACCESS for c in changes)
 
 
 # -- notes -------------------------------------------------------------------------------------------

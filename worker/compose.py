@@ -45,9 +45,10 @@ from storage.redis.changes import RedisChanges
 from storage.redis.client import build_client
 from storage.redis.coordination import RedisCoordination
 from storage.redis.keys import Keys
-from storage.redis.positions import RedisFeedHeartbeat
+from storage.redis.positions import RedisAccessEpoch, RedisFeedHeartbeat
 from storage.redis.progress import RedisProgress
 from storage.redis.queue import RedisDirtySet
+from worker.access_watch import AccessWatch
 from worker.feed_watch import FeedWatch
 from worker.settings import Settings
 
@@ -194,7 +195,8 @@ class Wiring:
         return SnapshotReader(
             self.service, self.cache, self.coordination, self.reader_config(), metrics=metrics,
             on_stale=on_stale, on_raced=lambda note_id: requeue(self.dirty, [note_id], now_ms=wall_ms()),
-            distrust=self.feed.reason,
+            distrust=self.feed.reason, epoch=self.access_epoch,
+            verdict_ttl_ms=self.access_ttl_ms(),
         )
 
     def token_book(self, lookups: Any = None) -> TokenBook:
@@ -208,9 +210,20 @@ class Wiring:
             found: TokenOwner | None = owner(token)
             return found
 
-        return TokenBook(lookup, ttl_ms=self.settings.token_cache_s * 1000,
+        return TokenBook(lookup, ttl_ms=self.access_ttl_ms(),
                          clock_ms=lambda: time.monotonic_ns() // 1_000_000, wall_ms=wall_ms,
-                         on_lookup=lambda outcome: lookups.labels(outcome).inc() if lookups else None)
+                         on_lookup=lambda outcome: lookups.labels(outcome).inc() if lookups else None,
+                         epoch=self.access_epoch)
+
+    @cached_property
+    def access_epoch(self) -> AccessWatch:
+        """This process's access epoch (service.access), read from Redis by a watcher thread."""
+        return AccessWatch(RedisAccessEpoch(self.client, self.keys).read)
+
+    def access_ttl_ms(self) -> int | None:
+        """How long an access answer is remembered: while the epoch holds with change capture
+        (None), else ``GRAPHRAG_TOKEN_CACHE_S`` at most."""
+        return None if self.settings.change_source == "cdc" else self.settings.token_cache_s * 1000
 
     def session_book(self, lookups: Any = None) -> SessionBook | None:
         """Doughnut's web sessions, asked of Doughnut (``GRAPHRAG_DOUGHNUT_URL``) and remembered

@@ -72,7 +72,7 @@ class Settings(BaseSettings):
     reader_token: SecretStr | None = None
     #: who Doughnut's own paths read as: the shared token's owner view, Doughnut's users, or both
     reader_auth: Literal["shared", "doughnut", "both"] = "shared"
-    #: seconds a Doughnut token lookup is remembered (the delay before a revoked token is refused)
+    #: without change capture, seconds an access answer is remembered (service.access)
     token_cache_s: int = Field(default=5, ge=0, le=3_600)
     #: Doughnut's backend (e.g. http://doughnut:8081), asked whose web session a request's cookie
     #: carries (service.sessions); None: a cookie without a known token is handed to Doughnut (503)

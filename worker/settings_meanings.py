@@ -69,8 +69,10 @@ MEANINGS: Mapping[str, str] = {
                    "sessions, that user's view and Doughnut's refusals), `both` (\"Deploying beside "
                    "Doughnut\"); `doughnut` and `both` need today's Doughnut and `SELECT` on "
                    "`user_token`",
-    "token_cache_s": "seconds a Doughnut token lookup is remembered: a revoked token is refused "
-                     "within this delay",
+    "token_cache_s": "without change capture, seconds a Doughnut token's user and another "
+                     "reader's verdict on a snapshot are remembered (a revoked token is refused "
+                     "within this delay); with `GRAPHRAG_CHANGE_SOURCE=cdc` they are kept until "
+                     "an access row changes, within the feed's lag",
     "doughnut_url": "Doughnut's backend address, asked whose web session a request's cookie "
                     "carries; unset: such a request (a cookie, no known token) gets 503, which the "
                     "proxy hands to Doughnut",

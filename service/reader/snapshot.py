@@ -44,7 +44,9 @@ from graphrag import (
 )
 from graphrag.core.errors import CacheUnavailable, Unavailable
 from graphrag.core.params import JAVA_INT_MAX, MAX_TOKEN_LIMIT_CEILING
+from graphrag.wiki.focus.types import NoteNotReadable
 from graphrag.wiki.model import Viewer
+from service.access import Remembered
 from service.answers import Ask, envelope_body, parse_ask, trace_viewer
 from service.context import ContextService
 from service.envelope import Envelope, decode_envelope, is_fresh
@@ -58,6 +60,8 @@ from service.viewers import same_view
 __all__ = ["SnapshotReader"]
 
 log = logging.getLogger("graphrag.reader")
+#: another viewer's verdicts on a snapshot: its bytes, a refusal, or computed live
+_SAME, _REFUSED, _LIVE = "same", "refused", "live"
 
 
 def _wall_ms() -> int:
@@ -73,6 +77,7 @@ class SnapshotReader:
         on_stale: Callable[[int], None] | None = None, on_raced: Callable[[int], object] | None = None,
         clock_ms: Callable[[], int] = _wall_ms, rng: random.Random | None = None,
         distrust: Callable[[], str | None] = lambda: None,
+        epoch: Callable[[], int] = lambda: 0, verdict_ttl_ms: int | None = 0,
     ) -> None:
         self.service, self.store, self.coordination, self.config = service, store, coordination, config
         self._strategies = config.strategies if config.strategies is not None else (
@@ -81,6 +86,9 @@ class SnapshotReader:
         self.on_stale, self.on_raced, self.clock_ms = on_stale, on_raced, clock_ms
         self.distrust = distrust  # why snapshots may not be served now (service.feed), no I/O
         self.rng = rng or random.Random()
+        #: another viewer's verdict on a stored snapshot, while access holds (service.access)
+        self.verdicts: Remembered[str] = Remembered(
+            epoch=epoch, clock_ms=lambda: time.monotonic_ns() // 1_000_000, ttl_ms=verdict_ttl_ms)
         self.config_hashes = {s: config_hash(s, service.params, service.counter.name)
                               for s in strategy_names()}
         self._latency = {source: self.metrics.read_latency_s.labels(source)
@@ -225,16 +233,33 @@ class SnapshotReader:
     def _for_viewer(self, envelope: Envelope | None, generation: int, ask: Ask) -> Served:
         """Another viewer than the snapshot's: the snapshot's bytes when the viewer-dependent reads
         behind it are proven to answer this viewer the same (service.viewers), else computed live
-        for this viewer and never stored (no view is written under the owner's key)."""
+        for this viewer and never stored (no view is written under the owner's key). The verdict
+        on a current snapshot (the same, refused, or computed live) is remembered while access
+        holds (service.access), so a repeated read asks the database nothing."""
         held = None if envelope is None else trace_viewer(envelope)
         now_ms = self.clock_ms()
-        if (envelope is not None and held is not None and ask.viewer is not None
-                and envelope.generation >= generation and self._fresh(envelope, now_ms)
-                and same_view(self.service.store, envelope.depends_on, held, ask.viewer)):
+        if (envelope is None or held is None or ask.viewer is None
+                or envelope.generation < generation or not self._fresh(envelope, now_ms)):
+            self.metrics.viewer_live.inc()
+            return self.live.compute(ask, write=False)
+        key = (ask.key, envelope.generation, envelope.computed_at_ms, ask.viewer)
+        found, verdict = self.verdicts.get(key)
+        epoch, at_ms = self.verdicts.started()
+        if not found:
+            verdict = _SAME if same_view(self.service.store, envelope.depends_on, held,
+                                         ask.viewer) else _LIVE
+            self.verdicts.put(key, verdict, epoch=epoch, at_ms=at_ms)
+        if verdict == _SAME:
             self.metrics.viewer_proven.inc()
             return as_served(envelope_body(envelope, ask), "cache", envelope.computed_at_ms, now_ms)
+        if verdict == _REFUSED:
+            raise NoteNotReadable(ask.viewer, ask.note_id)
         self.metrics.viewer_live.inc()
-        return self.live.compute(ask, write=False)
+        try:
+            return self.live.compute(ask, write=False)
+        except NoteNotReadable:
+            self.verdicts.put(key, _REFUSED, epoch=epoch, at_ms=at_ms)
+            raise
 
     def _fresh(self, envelope: Envelope, now_ms: int) -> bool:
         return is_fresh(envelope, now_ms, soft_ttl_s=self.store.soft_ttl_s,

@@ -122,6 +122,11 @@ class Keys:
         """``<prefix>:cdc:position``: change capture's place in the database's log (no TTL)."""
         return f"{self.prefix}:cdc:position"
 
+    def access_epoch(self) -> str:
+        """``<prefix>:cdc:access``: how many transactions changing access rows change capture has
+        read (service.access; no TTL)."""
+        return f"{self.prefix}:cdc:access"
+
     def cdc_heartbeat(self) -> str:
         """``<prefix>:cdc:heartbeat``: change capture's proof of life, "<ms> <behind ms>" (no TTL)."""
         return f"{self.prefix}:cdc:heartbeat"

@@ -6,6 +6,10 @@
 transaction's events were enqueued, so after a crash the log is read again from a boundary whose
 events may be enqueued twice (harmless), never from one past an event not enqueued.
 
+:class:`RedisAccessEpoch` (service.access) is one more counter without a TTL
+(``<prefix>:cdc:access``): change capture increments it after each transaction that changes an
+access row; every reader reads it.
+
 :class:`RedisFeedHeartbeat` (:class:`service.ports.FeedHeartbeat`, service.feed) is one more string
 key without a TTL (``<prefix>:cdc:heartbeat``, "<ms> <behind ms>"), written and read by a script
 that takes the time from the Redis server itself, so the age a reader computes does not depend on
@@ -20,7 +24,7 @@ from service.ports import FeedBeat
 from storage.redis.client import translated
 from storage.redis.keys import Keys
 
-__all__ = ["RedisFeedHeartbeat", "RedisPositions"]
+__all__ = ["RedisAccessEpoch", "RedisFeedHeartbeat", "RedisPositions"]
 
 _NOW_MS = "local t = redis.call('TIME') local now = t[1] * 1000 + math.floor(t[2] / 1000) "
 _BEAT_LUA = _NOW_MS + "redis.call('SET', KEYS[1], string.format('%d %d', now, ARGV[1])) return now"
@@ -68,3 +72,21 @@ class RedisFeedHeartbeat:
     def forget(self) -> None:
         with translated():
             self.redis.delete(self.key)
+
+
+class RedisAccessEpoch:
+    def __init__(self, client: Any, keys: Keys) -> None:
+        self.redis, self.key = client, keys.access_epoch()
+
+    def read(self) -> int:
+        """The count (0 before the first); a foreign value reads as -1."""
+        with translated():
+            value = self.redis.get(self.key)
+        try:
+            return 0 if value is None else int(value)
+        except ValueError:
+            return -1
+
+    def bump(self) -> None:
+        with translated():
+            self.redis.incr(self.key)

@@ -34,7 +34,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, start_http_server
 
 from graphrag import GraphRagError
-from service.cdc import WATCHED, events_of
+from service.cdc import WATCHED, events_of, touches_access
 from service.events import outdate_shown
 from service.metrics import CdcMetrics
 from service.ports import Lease, PositionStore
@@ -48,7 +48,7 @@ from storage.binlog import (
     current_position,
     stream,
 )
-from storage.redis.positions import RedisFeedHeartbeat, RedisPositions
+from storage.redis.positions import RedisAccessEpoch, RedisFeedHeartbeat, RedisPositions
 from worker.cdc.lag import watched_lag
 from worker.celery_app import create_celery
 from worker.compose import Wiring
@@ -78,6 +78,8 @@ class Capture:
     max_events: int
     stop: threading.Event
     metrics: CdcMetrics = field(default_factory=CdcMetrics.create)
+    #: a transaction changed an access row: move the access epoch (service.access)
+    on_access: Callable[[], None] = lambda: None
 
     def start(self) -> BinlogPosition:
         stored = self.positions.get()
@@ -117,6 +119,8 @@ class Capture:
             events = events_of(item.changes, model=self.model, occurred_at=_now_iso())
             for start in range(0, len(events), self.max_events):
                 self.enqueue(events[start:start + self.max_events])
+            if touches_access(item.changes, model=self.model):
+                self.on_access()
             self.metrics.events.inc(len(events))
         self.positions.put(item.position_after.to_text())
         self.metrics.transactions.inc()
@@ -148,7 +152,8 @@ def run_cdc(settings: Settings, stop: threading.Event, metrics_port: int | None 
     capture = Capture(settings.database_url, settings.cdc_server_id, model,
                       RedisPositions(wiring.client, wiring.keys),
                       outdating(celery_enqueuer(celery), lambda ids: outdate_shown(ids, wiring.cache)),
-                      full_rebuild, settings.webhook_max_events, stop, metrics)
+                      full_rebuild, settings.webhook_max_events, stop, metrics,
+                      on_access=RedisAccessEpoch(wiring.client, wiring.keys).bump)
     server = partial(_server_position, settings.database_url)
     heartbeat = RedisFeedHeartbeat(wiring.client, wiring.keys)
     with _kept(lease, stop, every_s=settings.cdc_lease_ms / 3000) as lost:

@@ -1,0 +1,118 @@
+"""What a process remembers about access (service.access), and a non-owner's read built on it.
+
+The memo keeps an answer while the access epoch it was asked under holds (and, without change
+capture, no longer than its TTL). A reader remembers another viewer's verdict on a stored snapshot
+(the same bytes, a refusal, computed live): the repeated read asks the database nothing and answers
+as a live computation for that viewer does; a moved epoch or a rebuilt snapshot asks again.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from graphrag import CharsCounter, Request, StrategyParams
+from graphrag.wiki.focus.types import NoteNotReadable
+from graphrag.wiki.model import Viewer
+from service.access import Remembered
+from service.cdc import ACCESS, WATCHED, touches_access
+from service.context import ContextService
+from service.reader import ReaderConfig, SnapshotReader
+from service.rebuild import rebuild
+from storage.memory import MemoryCoordination, MemoryState
+from storage.memory_cache import MemoryCache
+from storage.memory_wiki import MemoryWiki
+from tests.wiki_support import H
+
+STRATEGY, NOW_MS = "focus-context", 1_790_000_000_000
+
+
+def test_an_answer_holds_while_its_epoch_does_and_within_its_ttl() -> None:
+    epoch, now = [3], [0]
+    memo: Remembered[str] = Remembered(epoch=lambda: epoch[0], clock_ms=lambda: now[0], ttl_ms=100)
+    assert memo.get("k") == (False, None)
+    started = memo.started()
+    memo.put("k", "v", epoch=started[0], at_ms=started[1])
+    assert memo.get("k") == (True, "v")
+    now[0] = 99
+    assert memo.get("k") == (True, "v")
+    now[0] = 100
+    assert memo.get("k") == (False, None)  # past the TTL
+    memo.put("k", "v", epoch=3, at_ms=100)
+    epoch[0] = 4
+    assert memo.get("k") == (False, None)  # the epoch moved
+    forever: Remembered[str] = Remembered(epoch=lambda: epoch[0], clock_ms=lambda: now[0],
+                                          ttl_ms=None, size=2)
+    for key in "abc":
+        forever.put(key, key, epoch=4, at_ms=0)
+    now[0] = 10**12
+    assert [forever.get(k)[0] for k in "abc"] == [False, True, True]  # the oldest went first
+
+
+class Row:
+    def __init__(self, table: str) -> None:
+        self.table, self.kind, self.before, self.after = table, "delete", {"id": 1}, None
+
+
+def test_change_capture_watches_every_access_table_and_says_when_one_changed() -> None:
+    assert WATCHED["wiki"] >= ACCESS
+    for table in ACCESS:
+        assert touches_access([Row("note"), Row(table)], model="wiki")
+    assert not touches_access([Row("note"), Row("folder")], model="wiki")
+    assert not touches_access([Row("notebook")], model="tree")
+
+
+class Site:
+    def __init__(self) -> None:
+        self.db = db = MemoryWiki()
+        own, theirs = db.notebook("Own", user=1), db.notebook("Theirs", user=2)
+        db.notebook("Stranger", user=3)
+        self.focus = db.note("Focus", own, None, H + "focus")
+        db.note("Other", theirs, None, H + "other")
+        db.subscriptions.add((2, own))
+        self.state = MemoryState(clock_ms=lambda: NOW_MS)
+        self.cache = MemoryCache(self.state)
+        self.service = ContextService(db, CharsCounter(), StrategyParams())
+        assert rebuild(self.service, self.cache, [self.focus], strategies=(STRATEGY,), seeds=(),
+                       max_token_limit=3000, now_ms=NOW_MS).errors == {}
+        self.epoch = [0]
+        config = ReaderConfig(strategies=(STRATEGY,), seeds=(), max_token_limit=3000)
+        self.reader = SnapshotReader(self.service, self.cache, MemoryCoordination(self.state),
+                                     config, clock_ms=lambda: NOW_MS + 1_000,
+                                     epoch=lambda: self.epoch[0], verdict_ttl_ms=None)
+
+    def read(self, user: int, limit: int = 2000) -> tuple[str, bytes]:
+        served = self.reader.get(self.focus, token_limit=limit, viewer=Viewer(user_id=user),
+                                 doughnut=True)
+        return served.source, served.body
+
+    def live(self, user: int, limit: int = 2000) -> bytes:
+        request = Request(self.focus, None, limit, 0, limit, viewer=Viewer(user_id=user))
+        return self.service.compute(request, STRATEGY).to_json()
+
+
+def test_a_subscribers_verdict_is_remembered_until_access_moves() -> None:
+    site = Site()
+    assert site.read(2) == ("cache", site.live(2))
+    want = site.live(2, 700)
+    asked = len(site.db.asked)
+    assert site.read(2, 700) == ("cache", want)
+    assert len(site.db.asked) == asked  # remembered: the read asked nothing
+    site.db.subscriptions.discard((2, min(site.db.notebooks)))
+    assert site.read(2)[0] == "cache"  # nothing told the reader yet
+    site.epoch[0] += 1  # change capture read the subscription's row
+    with pytest.raises(NoteNotReadable):
+        site.read(2)
+
+
+def test_a_strangers_refusal_is_remembered_and_asks_nothing() -> None:
+    site = Site()
+    with pytest.raises(NoteNotReadable):
+        site.read(3)
+    asked = len(site.db.asked)
+    with pytest.raises(NoteNotReadable):
+        site.read(3, 9_000)
+    assert len(site.db.asked) == asked
+    site.epoch[0] += 1
+    with pytest.raises(NoteNotReadable):
+        site.read(3)
+    assert len(site.db.asked) > asked
