@@ -18,7 +18,9 @@ before/after exactly, also what Doughnut never announces (moves and undo-deletes
   ``note.updated`` of that note; ``folder.*`` and ``notebook.*`` events for those tables. A
   transaction that changes a row of the access tables (:data:`ACCESS`: tokens, subscriptions,
   circle members, ownerships, notebooks, the bazaar) moves the access epoch (service.access:
-  :func:`touches_access`) after its events are enqueued.
+  :func:`touches_access`) after its events are enqueued; its subscription, bazaar, circle-member
+  and ownership rows are ``notebook.access`` events naming the notebook, circle or ownership
+  (service.wiki_events resolves them), and a notebook's new ownership is one too.
 
 Seeing a transaction twice (a crash between enqueueing and storing the position) repeats its events,
 which is harmless: an event only marks foci dirty.
@@ -64,8 +66,29 @@ def events_of(changes: Sequence[RowImage], *, model: str, occurred_at: str) -> l
     links = _link_changes(changes)
     events = [_wiki_event(c, occurred_at, links) for c in changes if c.table in _EVENTFUL]
     named = {e.get("noteId") for e in events}
-    return events + [_links_only(note, moved, occurred_at)
-                     for note, moved in links.items() if note not in named]
+    events += [_links_only(note, moved, occurred_at)
+               for note, moved in links.items() if note not in named]
+    return events + _access(changes, occurred_at)
+
+
+#: an access table's row -> what ``notebook.access`` names: (event field, the row's column)
+_ACCESS_SUBJECTS = {"subscription": ("notebookId", "notebook_id"),
+                    "bazaar_notebook": ("notebookId", "notebook_id"),
+                    "circle_user": ("circleId", "circle_id"), "ownership": ("ownershipId", "id")}
+
+
+def _access(changes: Sequence[RowImage], occurred_at: str) -> list[dict[str, Any]]:
+    """``notebook.access`` per notebook, circle or ownership whose rows the transaction changed
+    (before and after: a row that moves changes both)."""
+    named: dict[tuple[str, int], None] = {}
+    for c in changes:
+        if c.table in _ACCESS_SUBJECTS:
+            field, column = _ACCESS_SUBJECTS[c.table]
+            for row in (c.before, c.after):
+                if row is not None and row.get(column) is not None:
+                    named[(field, int(row[column]))] = None
+    return [{"type": "notebook.access", field: value, "occurredAt": occurred_at}
+            for field, value in named]
 
 
 def touches_access(changes: Sequence[RowImage], *, model: str) -> bool:
@@ -150,6 +173,9 @@ def _group_event(change: RowImage, occurred_at: str) -> dict[str, Any]:
     subject = "folder" if change.table == "folder" else "notebook"
     verb = _VERBS.get(change.kind, "renamed")
     before, after = change.before or {}, change.after or {}
+    if subject == "notebook" and verb == "renamed" and \
+            before.get("ownership_id") != after.get("ownership_id"):
+        verb = "access"  # another owner: who may read it, and whose referrers show
     if subject == "folder" and verb == "renamed" and \
             before.get("parent_folder_id") != after.get("parent_folder_id"):
         verb = "moved"

@@ -69,6 +69,10 @@ class NoteEvent:
     after_links: tuple[int, ...] | None = None
     before_parent_folder_id: int | None = None
     after_parent_folder_id: int | None = None
+    #: ``notebook.access`` from change capture: the circle or the ownership whose change it is
+    #: (service.cdc), for the notebooks they own
+    circle_id: int | None = None
+    ownership_id: int | None = None
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> NoteEvent:
@@ -85,6 +89,7 @@ class NoteEvent:
             before_links=_ids(b.get("linkTargets")), after_links=_ids(a.get("linkTargets")),
             before_parent_folder_id=b.get("parentFolderId"),
             after_parent_folder_id=a.get("parentFolderId"),
+            circle_id=data.get("circleId"), ownership_id=data.get("ownershipId"),
         )
 
     def mentioned(self) -> set[int]:

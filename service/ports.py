@@ -126,6 +126,12 @@ class NoteSource(Protocol):
         """Per id, every note linking to it, deleted or not (tree: link notes targeting it; wiki:
         notes with a link row to it)."""
 
+    def access_reach(self, notebooks: Iterable[int], circles: Iterable[int],
+                     ownerships: Iterable[int]) -> tuple[set[int], set[int]]:
+        """(the ``notebooks`` and those the ``circles`` or ``ownerships`` own, the targets of the
+        links of the live notes in them): what an access change there can change
+        (service.wiki_events); the tree has neither (two empty sets)."""
+
 
 class SnapshotCache(Protocol):
     """Snapshots, their generations, the reverse index and edit stamps (docs/redis.md)."""

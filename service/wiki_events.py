@@ -18,7 +18,11 @@ note create            as a move into its group, plus ``links:X`` and ``inbound:
 note delete / restore  ``note:X``, ``peers:`` of its group, ``inbound:T`` of its targets, ``links:R`` of
                        every note linking to it (their outgoing lists drop or regain it)
 folder rename / move   ``folder:F`` (every path through F); a delete also the notebook root's ``peers:``
-notebook change        ``notebook:N`` (name, owner, subscriptions, circle, bazaar)
+notebook rename        ``notebook:N``
+notebook access        ``notebook:N`` for the notebook, or every notebook of the circle or ownership the
+                       event names (its owner, a subscription, a circle member or the bazaar changed:
+                       who may read it), and ``inbound:T`` for every target of a link of a live note
+                       there (whose referrers a subscriber or owner sees changed)
 =====================  ==================================================================================
 
 A title rename that makes Doughnut rewrite its referrers arrives as one event per rewritten note: each
@@ -94,6 +98,19 @@ def _other_facts(e: NoteEvent) -> set[str]:
     return {f"notebook:{e.notebook_id}"} if e.notebook_id is not None else set()
 
 
+def _access_facts(events: Sequence[NoteEvent], source: NoteSource) -> set[str]:
+    """``notebook.access``: who may read the notebooks it names (directly, or through a circle or
+    an ownership) and whose referrers in them a viewer sees (see the module docstring)."""
+    access = [e for e in events if e.type == "notebook.access"]
+    if not access:
+        return set()
+    books, targets = source.access_reach(
+        {e.notebook_id for e in access if e.notebook_id is not None},
+        {e.circle_id for e in access if e.circle_id is not None},
+        {e.ownership_id for e in access if e.ownership_id is not None})
+    return {f"notebook:{n}" for n in books} | {f"inbound:{t}" for t in targets}
+
+
 def changed_facts(events: Sequence[NoteEvent], source: NoteSource) -> set[str]:
     """Every fact the events change (reads the edited notes' rows, targets and referrers)."""
     notes = {e.note_id for e in events if e.note_id is not None}
@@ -105,7 +122,7 @@ def changed_facts(events: Sequence[NoteEvent], source: NoteSource) -> set[str]:
         else:
             facts |= _note_facts(e, rows.get(e.note_id), targets.get(e.note_id, ()))
     facts |= _linkers(events, source)
-    return facts
+    return facts | _access_facts(events, source)
 
 
 def _linkers(events: Sequence[NoteEvent], source: NoteSource) -> set[str]:

@@ -108,6 +108,11 @@ class MemoryTree:
             found |= {n.id for n in self.notes.values() if n.target_note_id in found}
         return found
 
+    def access_reach(self, notebooks: Iterable[int], circles: Iterable[int],
+                     ownerships: Iterable[int]) -> tuple[set[int], set[int]]:
+        """The tree has no notebooks' access."""
+        return set(), set()
+
     def referrers_of(self, ids: Iterable[int]) -> dict[int, set[int]]:
         self._check()
         return {i: {n.id for n in self.notes.values() if n.target_note_id == i} for i in ids}

@@ -187,6 +187,16 @@ class MemoryWiki:
                 out[target].add(note)
         return out
 
+    def access_reach(self, notebooks: Iterable[int], circles: Iterable[int],
+                     ownerships: Iterable[int]) -> tuple[set[int], set[int]]:
+        """As the SQL profile; an ownership's id is its notebook's here (tests/storage/wiki_rows)."""
+        self._check()
+        held = set(circles)
+        books = set(notebooks) | set(ownerships) & set(self.notebooks) | {
+            i for i, nb in self.notebooks.items() if nb.owner.circle_id in held}
+        live = {i for i, n in self.notes.items() if not n.deleted and n.notebook_id in books}
+        return books, {target for _, source, target in self.rows if source in live}
+
     def token_owner(self, token: str) -> TokenOwner | None:
         self._check()
         # utf8mb4_unicode_ci: case and trailing spaces do not count (the SQL profile's comparison)

@@ -182,6 +182,11 @@ class Doughnut2025:
                 found |= self._ids(conn, sql.referrers, found)
         return found
 
+    def access_reach(self, notebooks: Iterable[int], circles: Iterable[int],
+                     ownerships: Iterable[int]) -> tuple[set[int], set[int]]:
+        """The tree has no notebooks' access."""
+        return set(), set()
+
     def referrers_of(self, ids: Iterable[int]) -> dict[int, set[int]]:
         """Per id, the link notes targeting it, deleted or not."""
         sql = self._statements()

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, or_, select
 from sqlalchemy.engine import Connection, Engine
 
 from graphrag.core.errors import DatabaseUnavailable, SchemaMismatch
@@ -44,6 +44,8 @@ from storage.profiles.tables_2026 import (
     missing_columns,
     note,
     note_wiki_title_cache,
+    notebook,
+    ownership,
     user_token,
 )
 
@@ -236,6 +238,23 @@ class Doughnut2026:
                 for target, referrer in conn.execute(statement):
                     out[target].add(referrer)
         return out
+
+    def access_reach(self, notebooks: Iterable[int], circles: Iterable[int],
+                     ownerships: Iterable[int]) -> tuple[set[int], set[int]]:
+        books, owners, held = set(notebooks), list(ownerships), list(circles)
+        links = note_wiki_title_cache
+        with translated(), self.engine.connect() as conn:
+            if owners or held:
+                owned = select(notebook.c.id).join(ownership, notebook.c.ownership_id == ownership.c.id)
+                books.update(conn.execute(owned.where(or_(ownership.c.id.in_(owners),
+                                                          ownership.c.circle_id.in_(held)))).scalars())
+            targets: set[int] = set()
+            for chunk in chunks(books, self.in_chunk):
+                statement = (select(links.c.target_note_id).distinct()
+                             .join(note, note.c.id == links.c.note_id)
+                             .where(note.c.notebook_id.in_(chunk), note.c.deleted_at.is_(None)))
+                targets.update(conn.execute(statement).scalars())
+        return books, targets
 
     def token_owner(self, token: str) -> TokenOwner | None:
         """The ``user_token`` row of ``token``, compared by the column's collation (as Doughnut's

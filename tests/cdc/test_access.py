@@ -96,6 +96,24 @@ def test_revoked_access_is_refused_within_the_feeds_lag_and_granted_again(
                     f"{token} granted again after {restore!r}")
 
 
+def test_an_owners_own_access_change_reaches_their_snapshots(
+        binlog_server: str, tmp_path: Path) -> None:
+    """User 4 owns M, which links to the circle's C; leaving the circle drops C from M's answer."""
+    with running(binlog_server, tmp_path, "doughnut-2026", _load,
+                 GRAPHRAG_CHANGE_SOURCE="cdc", GRAPHRAG_MAX_FEED_LAG_S="5") as site:
+        site.cdc().await_line("following the log")
+        reads, bound_s = Reads(site), float(site.wiring.settings.max_feed_lag_s)
+        _within(30, lambda: reads.reader.distrust() is None, "the feed's first heartbeat")
+        member = reads.live("M", 4)
+        assert reads("M", "member4") == member
+        site.sql("DELETE FROM circle_user WHERE user_id = 4")
+        _within(bound_s, lambda: reads("M", "member4") == reads.live("M", 4) != member,
+                "M's answer without the circle's notebook")
+        site.settle()  # the worker rebuilt the outdated snapshot: served from it again
+        assert reads("M", "member4") == reads.live("M", 4)
+        assert reads.statements("M", "member4") == 0
+
+
 def _book(note: str) -> int:
     found = DB.notes[NOTES[note]].notebook_id
     assert found is not None

@@ -14,7 +14,7 @@ from graphrag import CharsCounter, Request, StrategyParams
 from graphrag.wiki.focus.types import NoteNotReadable
 from graphrag.wiki.model import Viewer
 from service.access import Remembered
-from service.cdc import ACCESS, WATCHED, touches_access
+from service.cdc import ACCESS, WATCHED, events_of, touches_access
 from service.context import ContextService
 from service.reader import ReaderConfig, SnapshotReader
 from service.rebuild import rebuild
@@ -116,3 +116,29 @@ def test_a_strangers_refusal_is_remembered_and_asks_nothing() -> None:
     with pytest.raises(NoteNotReadable):
         site.read(3)
     assert len(site.db.asked) > asked
+
+
+class Changed:
+    def __init__(self, table: str, before: dict[str, int] | None,
+                 after: dict[str, int] | None) -> None:
+        self.table, self.before, self.after = table, before, after
+        self.kind = "insert" if before is None else "delete" if after is None else "update"
+
+
+def test_access_rows_become_notebook_access_events() -> None:
+    changes = [Changed("subscription", {"user_id": 2, "notebook_id": 5}, None),
+               Changed("subscription", None, {"user_id": 3, "notebook_id": 5}),
+               Changed("bazaar_notebook", None, {"notebook_id": 6}),
+               Changed("circle_user", {"circle_id": 1, "user_id": 2}, {"circle_id": 4, "user_id": 2}),
+               Changed("ownership", {"id": 9, "user_id": 1}, {"id": 9, "user_id": 2}),
+               Changed("user_token", {"user_id": 1, "token": "t"}, None),
+               Changed("notebook", {"id": 7, "name": "a", "ownership_id": 1},
+                       {"id": 7, "name": "a", "ownership_id": 2}),
+               Changed("notebook", {"id": 8, "name": "a", "ownership_id": 1},
+                       {"id": 8, "name": "b", "ownership_id": 1})]
+    events = events_of(changes, model="wiki", occurred_at="t")  # type: ignore[arg-type]
+    named = [(e["type"], {k: v for k, v in e.items() if k.endswith("Id")}) for e in events]
+    assert named == [("notebook.access", {"notebookId": 7}), ("notebook.renamed", {"notebookId": 8}),
+                     ("notebook.access", {"notebookId": 5}), ("notebook.access", {"notebookId": 6}),
+                     ("notebook.access", {"circleId": 1}), ("notebook.access", {"circleId": 4}),
+                     ("notebook.access", {"ownershipId": 9})]
