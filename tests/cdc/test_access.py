@@ -10,8 +10,9 @@ between, a repeated read is answered from what the reader remembers, asking the 
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -70,12 +71,21 @@ def _within(bound_s: float, check: Callable[[], bool], what: str) -> float:
     return time.monotonic() - started
 
 
-def test_revoked_access_is_refused_within_the_feeds_lag_and_granted_again(
-        binlog_server: str, tmp_path: Path) -> None:
+@contextlib.contextmanager
+def _following(binlog_server: str, tmp_path: Path) -> Iterator[tuple[Site, Reads, float]]:
+    """The site with ``graphrag cdc`` following its log and the feed trusted; the reads; the
+    feed's bound in seconds."""
     with running(binlog_server, tmp_path, "doughnut-2026", _load,
                  GRAPHRAG_CHANGE_SOURCE="cdc", GRAPHRAG_MAX_FEED_LAG_S="5") as site:
         site.cdc().await_line("following the log")
-        reads, bound_s = Reads(site), float(site.wiring.settings.max_feed_lag_s)
+        reads = Reads(site)
+        _within(30, lambda: reads.reader.distrust() is None, "the feed's first heartbeat")
+        yield site, reads, float(site.wiring.settings.max_feed_lag_s)
+
+
+def test_revoked_access_is_refused_within_the_feeds_lag_and_granted_again(
+        binlog_server: str, tmp_path: Path) -> None:
+    with _following(binlog_server, tmp_path) as (site, reads, bound_s):
         cases = [("A", "owner", 1, "not-logged-in",
                   "DELETE FROM user_token WHERE token = 'tok-owner'",
                   "INSERT INTO user_token (user_id, token, label) VALUES (1, 'tok-owner', 'o')"),
@@ -83,7 +93,6 @@ def test_revoked_access_is_refused_within_the_feeds_lag_and_granted_again(
                   f"INSERT INTO subscription (user_id, notebook_id) VALUES (2, {_book('B')})"),
                  ("C", "member3", 3, "forbidden", "DELETE FROM circle_user WHERE user_id = 3",
                   "INSERT INTO circle_user (circle_id, user_id) VALUES (1, 3)")]
-        _within(30, lambda: reads.reader.distrust() is None, "the feed's first heartbeat")
         for note, token, user, refusal, revoke, restore in cases:
             granted = reads.live(note, user)
             assert reads(note, token) == granted, (note, token)
@@ -94,16 +103,13 @@ def test_revoked_access_is_refused_within_the_feeds_lag_and_granted_again(
             site.sql(restore)
             _within(bound_s, lambda n=note, t=token, g=granted: reads(n, t) == g,
                     f"{token} granted again after {restore!r}")
+            site.settle()  # (the rebuilds it queued done: the next case's snapshot stays put)
 
 
 def test_an_owners_own_access_change_reaches_their_snapshots(
         binlog_server: str, tmp_path: Path) -> None:
     """User 4 owns M, which links to the circle's C; leaving the circle drops C from M's answer."""
-    with running(binlog_server, tmp_path, "doughnut-2026", _load,
-                 GRAPHRAG_CHANGE_SOURCE="cdc", GRAPHRAG_MAX_FEED_LAG_S="5") as site:
-        site.cdc().await_line("following the log")
-        reads, bound_s = Reads(site), float(site.wiring.settings.max_feed_lag_s)
-        _within(30, lambda: reads.reader.distrust() is None, "the feed's first heartbeat")
+    with _following(binlog_server, tmp_path) as (site, reads, bound_s):
         member = reads.live("M", 4)
         assert reads("M", "member4") == member
         site.sql("DELETE FROM circle_user WHERE user_id = 4")
