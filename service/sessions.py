@@ -20,18 +20,15 @@ sign in again (a 401 makes Doughnut's web client reload the page to log in).
 from __future__ import annotations
 
 import hashlib
-import threading
-from collections import OrderedDict
 from collections.abc import Callable
 
 from graphrag.core.errors import Unavailable
 from graphrag.wiki.model import Viewer
+from service.access import Remembered
 from service.ports import SessionUsers
 from service.users import ANONYMOUS, TokenBook
 
 __all__ = ["SessionBook", "Viewers"]
-
-_MAX_REMEMBERED = 10_000
 
 
 class SessionBook:
@@ -42,33 +39,27 @@ class SessionBook:
 
     def __init__(self, sessions: SessionUsers, *, ttl_ms: int, clock_ms: Callable[[], int],
                  on_lookup: Callable[[str], object] = lambda _outcome: None) -> None:
-        self._sessions, self.ttl_ms, self._clock_ms = sessions, ttl_ms, clock_ms
+        self._sessions, self.ttl_ms = sessions, ttl_ms
         self._on_lookup = on_lookup
-        self._seen: OrderedDict[bytes, tuple[int, int | None]] = OrderedDict()
-        self._lock = threading.Lock()
+        # (Doughnut's sessions are no access row: no epoch moves them, the TTL alone ends them)
+        self._seen: Remembered[int | None] = Remembered(epoch=lambda: 0, clock_ms=clock_ms,
+                                                        ttl_ms=ttl_ms)
 
     def viewer_of(self, cookie: str) -> Viewer:
         """The session's user, or nobody; raises Unavailable when Doughnut cannot be asked."""
-        key, now = hashlib.sha256(cookie.encode("utf-8", "surrogatepass")).digest(), self._clock_ms()
-        with self._lock:
-            remembered = self._seen.get(key)
-        if remembered is not None and now - remembered[0] < self.ttl_ms:
-            return _viewer(remembered[1])
+        key = hashlib.sha256(cookie.encode("utf-8", "surrogatepass")).digest()
+        found, user_id = self._seen.get(key)
+        if found:
+            return _viewer(user_id)
+        epoch, at_ms = self._seen.started()
         try:
             user_id = self._sessions.session_user(cookie)
         except Unavailable:
             self._on_lookup("error")
             raise
         self._on_lookup("anonymous" if user_id is None else "user")
-        self._remember(key, now, user_id)
+        self._seen.put(key, user_id, epoch=epoch, at_ms=at_ms)
         return _viewer(user_id)
-
-    def _remember(self, key: bytes, now: int, user_id: int | None) -> None:
-        with self._lock:
-            self._seen[key] = (now, user_id)
-            self._seen.move_to_end(key)
-            while len(self._seen) > _MAX_REMEMBERED:
-                self._seen.popitem(last=False)
 
 
 def _viewer(user_id: int | None) -> Viewer:
