@@ -48,6 +48,7 @@ class ReaderMetrics:
     distrusted: Counter
     viewer_proven: Counter
     viewer_live: Counter
+    viewer_remembered: Counter
     read_latency_s: Histogram
     live_latency_s: Histogram
 
@@ -76,6 +77,9 @@ class ReaderMetrics:
                                   "snapshot's, served from it once proven the same (service.viewers)"),
             viewer_live=counter("viewer_live_reads", "Reads for another user than the snapshot's, "
                                 "computed live (not proven the same, or no snapshot)"),
+            viewer_remembered=counter("viewer_remembered_reads", "Reads for another user than "
+                                      "the snapshot's, served from their own view computed "
+                                      "before (service.reader.viewer_reads)"),
             read_latency_s=Histogram("graphrag_read_seconds", "SnapshotReader.get latency",
                                      ["source"], registry=reg, buckets=_LATENCY_BUCKETS_S),
             live_latency_s=Histogram("graphrag_live_compute_seconds", "Live compute latency",

@@ -15,6 +15,8 @@ One module per thing the reader decides, each arguing its own invariants:
 * :mod:`service.reader.served`: what a read returns, and which snapshot can answer which read;
 * :mod:`service.reader.snapshot`: :class:`SnapshotReader`, which answer a read gets (a hit, stale,
   outdated, another viewer's, the feed behind, a miss);
+* :mod:`service.reader.viewer_reads`: another viewer's read of a current snapshot (the owner's
+  bytes, a refusal, or their own view, remembered while access holds);
 * :mod:`service.reader.live`: what no snapshot answers, computed once per snapshot under its lock;
 * :mod:`service.reader.write_back`: storing that through the compare-and-set, and putting a note
   back for a drain when an edit raced it.

@@ -126,6 +126,20 @@ class LiveReads:
         self.write_back.write(envelope, seq)
         return as_served(envelope_body(envelope, ask), "live", request.now_ms, request.now_ms)
 
+    def view(self, ask: Ask) -> Envelope:
+        """``ask``'s viewer's own view, computed now at the snapshot's traversal limit (so that it
+        answers every tokenLimit the snapshot does) and never written (service.reader.viewer_reads)."""
+        spec, top = get_strategy(ask.strategy), self.config.max_token_limit
+        ready = min(spec.default_token_limit or top, top)
+        request = Request(ask.note_id, ask.seed, ready, self.clock_ms(),
+                          traversal_token_limit=spec.stored_limit(top), viewer=ask.viewer)
+        started = time.perf_counter()
+        outcome, view = self._compute(request, ask.strategy)
+        self.metrics.live_latency_s.observe(time.perf_counter() - started)
+        self.metrics.live_computes.inc()
+        return Envelope.of(outcome, view, request, strategy=ask.strategy, generation=0,
+                           computed_at_ms=request.now_ms, config_hash=self.config_hashes[ask.strategy])
+
     def _seq(self) -> int | None:
         try:
             return self.store.current_seq()

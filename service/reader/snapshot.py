@@ -44,9 +44,7 @@ from graphrag import (
 )
 from graphrag.core.errors import CacheUnavailable, Unavailable
 from graphrag.core.params import JAVA_INT_MAX, MAX_TOKEN_LIMIT_CEILING
-from graphrag.wiki.focus.types import NoteNotReadable
 from graphrag.wiki.model import Viewer
-from service.access import Remembered
 from service.answers import Ask, envelope_body, parse_ask, trace_viewer
 from service.context import ContextService
 from service.envelope import Envelope, decode_envelope, is_fresh
@@ -54,14 +52,12 @@ from service.metrics import ReaderMetrics
 from service.ports import Coordination, SnapshotCache
 from service.reader.live import LiveReads
 from service.reader.served import ReaderConfig, Served, Source, as_served, usable
+from service.reader.viewer_reads import ViewerReads
 from service.reader.write_back import WriteBack
-from service.viewers import same_view
 
 __all__ = ["SnapshotReader"]
 
 log = logging.getLogger("graphrag.reader")
-#: another viewer's verdicts on a snapshot: its bytes, a refusal, or computed live
-_SAME, _REFUSED, _LIVE = "same", "refused", "live"
 
 
 def _wall_ms() -> int:
@@ -86,9 +82,6 @@ class SnapshotReader:
         self.on_stale, self.on_raced, self.clock_ms = on_stale, on_raced, clock_ms
         self.distrust = distrust  # why snapshots may not be served now (service.feed), no I/O
         self.rng = rng or random.Random()
-        #: another viewer's verdict on a stored snapshot, while access holds (service.access)
-        self.verdicts: Remembered[str] = Remembered(
-            epoch=epoch, clock_ms=lambda: time.monotonic_ns() // 1_000_000, ttl_ms=verdict_ttl_ms)
         self.config_hashes = {s: config_hash(s, service.params, service.counter.name)
                               for s in strategy_names()}
         self._latency = {source: self.metrics.read_latency_s.labels(source)
@@ -96,6 +89,10 @@ class SnapshotReader:
         self.live = LiveReads(service, store, coordination, config, metrics=self.metrics,
                               clock_ms=clock_ms, config_hashes=self.config_hashes, fresh=self._fresh,
                               write_back=WriteBack(store, self.metrics, on_raced))
+        #: another viewer's reads, remembered while access holds (service.access)
+        self.viewers = ViewerReads(service.store, self.live, self.metrics, epoch=epoch,
+                                   clock_ms=lambda: time.monotonic_ns() // 1_000_000,
+                                   ttl_ms=verdict_ttl_ms)
 
     def strategies(self) -> tuple[str, ...]:
         """The strategies kept as snapshots, the first being the default. A callable in the
@@ -231,35 +228,16 @@ class SnapshotReader:
         return usable(decode_envelope(raw), ask, self.service.database()), generation
 
     def _for_viewer(self, envelope: Envelope | None, generation: int, ask: Ask) -> Served:
-        """Another viewer than the snapshot's: the snapshot's bytes when the viewer-dependent reads
-        behind it are proven to answer this viewer the same (service.viewers), else computed live
-        for this viewer and never stored (no view is written under the owner's key). The verdict
-        on a current snapshot (the same, refused, or computed live) is remembered while access
-        holds (service.access), so a repeated read asks the database nothing."""
+        """Another viewer than the snapshot's: from a current, fresh snapshot as
+        service.reader.viewer_reads decides, else computed live for this viewer and never stored
+        (no view is written under the owner's key)."""
         held = None if envelope is None else trace_viewer(envelope)
         now_ms = self.clock_ms()
         if (envelope is None or held is None or ask.viewer is None
                 or envelope.generation < generation or not self._fresh(envelope, now_ms)):
             self.metrics.viewer_live.inc()
             return self.live.compute(ask, write=False)
-        key = (ask.key, envelope.generation, envelope.computed_at_ms, ask.viewer)
-        found, verdict = self.verdicts.get(key)
-        epoch, at_ms = self.verdicts.started()
-        if not found:
-            verdict = _SAME if same_view(self.service.store, envelope.depends_on, held,
-                                         ask.viewer) else _LIVE
-            self.verdicts.put(key, verdict, epoch=epoch, at_ms=at_ms)
-        if verdict == _SAME:
-            self.metrics.viewer_proven.inc()
-            return as_served(envelope_body(envelope, ask), "cache", envelope.computed_at_ms, now_ms)
-        if verdict == _REFUSED:
-            raise NoteNotReadable(ask.viewer, ask.note_id)
-        self.metrics.viewer_live.inc()
-        try:
-            return self.live.compute(ask, write=False)
-        except NoteNotReadable:
-            self.verdicts.put(key, _REFUSED, epoch=epoch, at_ms=at_ms)
-            raise
+        return self.viewers.serve(envelope, held, ask, now_ms)
 
     def _fresh(self, envelope: Envelope, now_ms: int) -> bool:
         return is_fresh(envelope, now_ms, soft_ttl_s=self.store.soft_ttl_s,

@@ -62,13 +62,18 @@ def test_change_capture_watches_every_access_table_and_says_when_one_changed() -
 
 
 class Site:
-    def __init__(self) -> None:
+    def __init__(self, *, private_link: bool = False, their_link: bool = False) -> None:
         self.db = db = MemoryWiki()
         own, theirs = db.notebook("Own", user=1), db.notebook("Theirs", user=2)
         db.notebook("Stranger", user=3)
-        self.focus = db.note("Focus", own, None, H + "focus")
-        db.note("Other", theirs, None, H + "other")
+        self.focus = db.note("Focus", own, None, H + "focus [[Secret]]")
+        other = db.note("Other", theirs, None, H + "other [[Focus]]")
         db.subscriptions.add((2, own))
+        if private_link:  # the owner sees a note their subscriber may not
+            self.secret = db.note("Secret", db.notebook("Private", user=1), None, H + "secret")
+            db.link(self.focus, self.secret)
+        if their_link:  # the subscriber sees a referrer the owner may not
+            db.link(other, self.focus)
         self.state = MemoryState(clock_ms=lambda: NOW_MS)
         self.cache = MemoryCache(self.state)
         self.service = ContextService(db, CharsCounter(), StrategyParams())
@@ -116,6 +121,32 @@ def test_a_strangers_refusal_is_remembered_and_asks_nothing() -> None:
     with pytest.raises(NoteNotReadable):
         site.read(3)
     assert len(site.db.asked) > asked
+
+
+def test_a_viewers_own_view_is_remembered_when_the_owners_facts_cover_it() -> None:
+    site = Site(private_link=True)
+    assert site.live(2) != site.live(1)  # the subscriber may not read the linked note
+    assert site.read(2) == ("live", site.live(2))  # computed for them once
+    limits = (0, 1, 700, 2000, 3000)
+    wants = [("cache", site.live(2, limit)) for limit in limits]
+    asked = len(site.db.asked)
+    assert [site.read(2, limit) for limit in limits] == wants
+    assert len(site.db.asked) == asked  # remembered: the reads asked nothing
+    assert site.reader.metrics.viewer_remembered._value.get() == 5  # type: ignore[attr-defined]
+    site.db.subscriptions.add((2, min(site.db.notebooks) + 3))  # now they may read it
+    assert site.read(2) == wants[3]  # nothing told the reader yet: the view it remembered
+    site.epoch[0] += 1  # change capture read the subscription's row
+    assert site.read(2) == ("cache", site.live(2)) and site.live(2) == site.live(1)
+
+
+def test_a_view_reading_beyond_the_owners_facts_is_computed_on_every_read() -> None:
+    site = Site(their_link=True)
+    assert site.live(2) != site.live(1)  # the subscriber sees their own note linking in
+    assert site.read(2) == ("live", site.live(2))
+    want = site.live(2, 700)
+    asked = len(site.db.asked)
+    assert site.read(2, 700) == ("live", want)
+    assert len(site.db.asked) > asked  # the read asked the database itself
 
 
 class Changed:

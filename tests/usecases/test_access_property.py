@@ -2,17 +2,21 @@
 
 Random 2026 graphs (tests/storage/wiki_rows.py: two users' notebooks and a circle's) and a random
 interleaving of access changes (subscriptions, circle members, the bazaar, a token revoked and
-restored) with reads of Doughnut's path by random users through their tokens. Each change is told
+restored), note deletions, restores and edits with reads of Doughnut's path by random users through
+their tokens. Each change is told
 as change capture tells it: its rows become events (service.cdc.events_of), which the worker
 records (service.events: the snapshots they affect are outdated), and the access epoch moves
 (service.access). Every read (status and bytes: the answer, or the refusal's kind) must equal what
 the live rule gives that user at that moment: the token's user now, and a live computation with
-that user as viewer. Note edits and deletions outdate snapshots through the fact index, which
-tests/usecases/test_viewers.py and the change-capture suites cover; they are not drawn here.
+that user as viewer. A deletion or an edit is told the same way (a ``note`` row whose
+``deleted_at`` or content changed): it outdates snapshots through the fact index and leaves the
+access epoch alone, so a remembered verdict or view must be retired by the snapshot's new
+generation, or never have been remembered (a reader's view that read a note the owner's did not).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -45,7 +49,9 @@ CHANGES = st.one_of(
     st.tuples(st.just("subscription"), st.sampled_from(USERS), st.integers(1, 3)),
     st.tuples(st.just("member"), st.sampled_from(USERS), st.just(1)),
     st.tuples(st.just("bazaar"), st.just(0), st.integers(1, 3)),
-    st.tuples(st.just("token"), st.sampled_from(USERS), st.just(0)))
+    st.tuples(st.just("token"), st.sampled_from(USERS), st.just(0)),
+    st.tuples(st.just("deletion"), st.just(0), st.integers(1, 30)),
+    st.tuples(st.just("edit"), st.just(0), st.integers(1, 30)))
 READS = st.tuples(st.just("read"), st.sampled_from((*USERS, 0)), st.integers(1, 30),
                   st.sampled_from((0, 60, 700, 2000, 20_000)))
 TABLES = {"subscription": "subscription", "bazaar": "bazaar_notebook", "member": "circle_user",
@@ -58,15 +64,8 @@ class Row:
 
     table: str
     kind: Literal["insert", "update", "delete"]
-    image: dict[str, Any]
-
-    @property
-    def before(self) -> dict[str, Any] | None:
-        return self.image if self.kind == "delete" else None
-
-    @property
-    def after(self) -> dict[str, Any] | None:
-        return None if self.kind == "delete" else self.image
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
 
 
 class World:
@@ -89,6 +88,8 @@ class World:
         self.viewers = Viewers(book)
 
     def change(self, kind: str, user: int, other: int) -> None:
+        if kind in ("deletion", "edit"):
+            return self.edit(other, deletion=kind == "deletion")
         toggled: set[Any] = {"subscription": self.db.subscriptions, "bazaar": self.db.bazaar,
                              "member": self.db.circles.setdefault(1, set())}.get(kind, set())
         item = {"subscription": (user, other), "bazaar": other, "member": user}.get(kind)
@@ -102,7 +103,22 @@ class World:
             toggled.discard(item)
         else:
             toggled.add(item)
-        self.tell([Row(TABLES[kind], "delete" if gone else "insert", row)])
+        self.tell([Row(TABLES[kind], "delete", row, None) if gone
+                   else Row(TABLES[kind], "insert", None, row)])
+
+    def edit(self, note_id: int, *, deletion: bool) -> None:
+        """Delete or restore a note, or add a word to its content; tell it as a ``note`` row."""
+        note = self.db.notes.get(note_id)
+        if note is None:
+            return
+        self.db.notes[note_id] = (dataclasses.replace(note, deleted=not note.deleted) if deletion
+                                  else dataclasses.replace(note, content=f"{note.content} more"))
+        image = {"id": note_id, "folder_id": note.folder_id, "notebook_id": note.notebook_id}
+        stamps = [None, "2026-12-01 00:00:00"]
+        was, now = stamps if not note.deleted else stamps[::-1]
+        if not deletion:
+            was = now = stamps[note.deleted]
+        self.tell([Row("note", "update", image | {"deleted_at": was}, image | {"deleted_at": now})])
 
     def tell(self, changes: list[Row]) -> None:
         """What change capture and the worker do with a transaction's rows."""
