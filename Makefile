@@ -39,7 +39,8 @@ unit: $(STAMP)
 	$(BIN)/python -m pytest -q tests/unit tests/usecases tests/contracts -m "not mariadb and not redis"
 
 test-reliability: $(STAMP)
-	GRAPHRAG_RELIABILITY_SCALE=full $(BIN)/python -m pytest tests/reliability
+	GRAPHRAG_RELIABILITY_SCALE=full $(BIN)/python -m pytest tests/reliability \
+	  tests/usecases/test_access_property.py
 
 run: $(STAMP)
 	@$(BIN)/python -m ops.demo

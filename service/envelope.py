@@ -130,6 +130,26 @@ class Envelope:
         except (ValueError, KeyError, TypeError, IndexError, AttributeError):  # (and orjson's)
             return None
 
+    @property
+    def trace_identity(self) -> tuple[object, ...] | None:
+        """What names a packed trace's bytes (the snapshot, when it was computed, and the trace's
+        CRC-32): equal for two values read from the same stored bytes; None when not packed."""
+        if self.packed is None:
+            return None
+        return (self.note_id, self.strategy, self.seed, self.generation, self.computed_at_ms,
+                self.database, self.packed.trace_crc32)
+
+    def adopt_trace(self, trace: Trace) -> None:
+        """Hold ``trace`` as the parsed trace: one parsed before from bytes of the same
+        :attr:`trace_identity` (service.reader.traces), so it is not inflated and parsed again."""
+        self.__dict__["trace"] = trace
+
+    @property
+    def parsed_trace(self) -> Trace | None:
+        """The trace if it has been parsed (never parses it)."""
+        held: Trace | None = self.__dict__.get("trace")
+        return held
+
     def __eq__(self, other: object) -> bool:
         """Equal members, a packed trace compared by its inflated bytes."""
         if not isinstance(other, Envelope):

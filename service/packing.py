@@ -59,6 +59,10 @@ _LOCAL = threading.local()
 class PackedTrace(Protocol):
     """A packed value's trace, still compressed."""
 
+    @property
+    def trace_crc32(self) -> int:
+        """The CRC-32 of the trace's bytes, as its header names it."""
+
     def inflate(self) -> bytes | None:
         """The trace's bytes, or None when the value does not hold the trace its header names."""
 

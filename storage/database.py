@@ -44,6 +44,7 @@ __all__ = [
     "open_engine",
     "prepare_engine",
     "reason",
+    "selects_run",
     "server_version",
     "set_buffer_pool_bytes",
     "shown_url",
@@ -219,6 +220,14 @@ def server_version(engine: Database) -> str:
 def buffer_pool_bytes(engine: Database) -> int:
     """InnoDB's buffer pool size (``@@innodb_buffer_pool_size``)."""
     return int(_scalar(engine, "SELECT @@innodb_buffer_pool_size"))
+
+
+def selects_run(engine: Database) -> int:
+    """How many SELECT statements the server has run since it started, by every client
+    (``Com_select`` of its global status)."""
+    with translated(), engine.connect() as conn:
+        row = conn.execute(text("SHOW GLOBAL STATUS LIKE 'Com_select'")).one()
+    return int(row[1])
 
 
 def set_buffer_pool_bytes(engine: Database, size_bytes: int) -> None:

@@ -96,9 +96,11 @@ class Site:
     now_ms: list[int] = field(default_factory=lambda: [0])
     lookups: list[str] = field(default_factory=list)
 
-    def client(self, mode: str, **book: Any) -> TestClient:
-        """The HTTP reader in ``mode``, its token book on this site's clock."""
-        app = create_app(self.reader(), reader_token=None if mode == "doughnut" else SHARED,
+    def client(self, mode: str, *, verdict_ttl_ms: int | None = 0, **book: Any) -> TestClient:
+        """The HTTP reader in ``mode``, its token book on this site's clock; ``verdict_ttl_ms``:
+        how long another viewer's answer is remembered (0: never)."""
+        app = create_app(self.reader(verdict_ttl_ms),
+                         reader_token=None if mode == "doughnut" else SHARED,
                          registry=CollectorRegistry(),
                          health=health_of(self.cache, self.service.store),
                          doughnut=DoughnutAuth(mode, viewers=self.viewers(**book),
@@ -110,11 +112,11 @@ class Site:
         auth = DoughnutAuth("both", viewers=self.viewers(doughnut_url, **book), shared_token=SHARED)
         return TestClient(create_public_app(self.reader(), auth), raise_server_exceptions=False)
 
-    def reader(self) -> SnapshotReader:
+    def reader(self, verdict_ttl_ms: int | None = 0) -> SnapshotReader:
         config = ReaderConfig(strategies=(STRATEGY,), seeds=(), max_token_limit=MAX_LIMIT)
         return SnapshotReader(self.service, self.cache, RedisCoordination(
             self.cache.redis, self.cache.keys), config, metrics=ReaderMetrics.create(),
-            clock_ms=lambda: NOW_MS + 1_000)
+            clock_ms=lambda: NOW_MS + 1_000, verdict_ttl_ms=verdict_ttl_ms)
 
     def viewers(self, doughnut_url: str | None = None, **book: Any) -> Viewers:
         """Doughnut's users: tokens on this site's clock, and web sessions asked of Doughnut."""

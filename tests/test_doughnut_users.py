@@ -19,6 +19,7 @@ from fastapi.testclient import TestClient
 
 from graphrag.core.errors import DatabaseUnavailable
 from graphrag.wiki.model import Viewer
+from service.reader import SnapshotReader
 from tests.doughnut_users import SHARED, TOKEN_TTL_MS, TOKENS, Site, site
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.redis]
@@ -63,6 +64,26 @@ def test_each_user_reads_their_own_view_from_the_snapshot_where_it_is_proven(
     assert get(http, users, "C", "member4") == (200, "live", users.live("C", viewer=member4))
     markdown = get(http, users, "A", "owner", path="ai-context-markdown")
     assert markdown == (200, "cache", users.live("A", viewer=owner, markdown=True))
+
+
+def test_another_users_remembered_answer_is_a_hot_read(
+        users: Site, monkeypatch: pytest.MonkeyPatch) -> None:
+    subscriber = Viewer(user_id=2)
+    gets: list[int] = []
+    real_get = SnapshotReader.get
+    monkeypatch.setattr(SnapshotReader, "get",
+                        lambda self, *a, **k: gets.append(1) or real_get(self, *a, **k))
+    with users.client("doughnut", verdict_ttl_ms=None) as http:
+        assert get(http, users, "B", "subscriber") == (200, "cache", users.live("B", viewer=subscriber))
+        assert len(gets) == 1  # the route proved it the owner's answer too
+        for limit in (700, 2000, 1):
+            want = users.live("B", limit, viewer=subscriber)
+            assert get(http, users, "B", "subscriber", str(limit)) == (200, "cache", want)
+        assert len(gets) == 1  # remembered: the hot read answered
+        seen = get(http, users, "F", "subscriber", "700")  # their own note refers to F
+        assert seen == (200, "live", users.live("F", 700, viewer=subscriber))
+        assert get(http, users, "F", "subscriber", "700")[1] == "live"  # never remembered
+        assert len(gets) == 3
 
 
 def test_refusals_are_doughnuts(users: Site, http: TestClient) -> None:

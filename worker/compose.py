@@ -188,6 +188,7 @@ class Wiring:
             strategies=self.strategies if s.strategies is None and s.strategy is None
             else self.strategies(), seeds=s.seeds, max_token_limit=s.max_token_limit,
             layered_limits=s.layered_limits, lock_ttl_ms=s.lock_ttl_ms, lock_wait_ms=s.lock_wait_ms,
+            parsed_traces=s.parsed_traces,
         )
 
     def reader(self, *, metrics: ReaderMetrics | None = None,

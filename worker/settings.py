@@ -68,6 +68,9 @@ class Settings(BaseSettings):
     hard_ttl_s: int = Field(default=7 * 86_400, ge=1)
     lock_ttl_ms: int = Field(default=10_000, ge=100)
     lock_wait_ms: int = Field(default=3_000, ge=0)
+    #: parsed traces a reader process keeps (about 80 KB each), so a replay of a snapshot read
+    #: again skips inflating and parsing it (service.reader.traces); 0 keeps none
+    parsed_traces: int = Field(default=512, ge=0, le=100_000)
     # HTTP
     reader_token: SecretStr | None = None
     #: who Doughnut's own paths read as: the shared token's owner view, Doughnut's users, or both

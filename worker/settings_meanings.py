@@ -60,6 +60,9 @@ MEANINGS: Mapping[str, str] = {
     "hard_ttl_s": "Redis expiry of a snapshot",
     "lock_ttl_ms": "per-snapshot live-compute lock: its expiry",
     "lock_wait_ms": "per-snapshot live-compute lock: how long other readers wait for it",
+    "parsed_traces": "parsed traces a reader process keeps (about 80 KB each) so that a read at "
+                     "another tokenLimit of a snapshot read before skips inflating and parsing "
+                     "its trace; 0 keeps none",
     "reader_token": "bearer token of the HTTP reader's own paths (and of `graphrag mcp --transport "
                     "http`); `serve` refuses to start without it unless "
                     "`GRAPHRAG_READER_AUTH=doughnut`, where the service's own paths then refuse "
@@ -70,9 +73,10 @@ MEANINGS: Mapping[str, str] = {
                    "Doughnut\"); `doughnut` and `both` need today's Doughnut and `SELECT` on "
                    "`user_token`",
     "token_cache_s": "without change capture, seconds a Doughnut token's user and another "
-                     "reader's verdict on a snapshot are remembered (a revoked token is refused "
-                     "within this delay); with `GRAPHRAG_CHANGE_SOURCE=cdc` they are kept until "
-                     "an access row changes, within the feed's lag",
+                     "reader's verdict on a snapshot (or their own view of it) are remembered "
+                     "(a revoked token is refused within this delay); with "
+                     "`GRAPHRAG_CHANGE_SOURCE=cdc` they are kept until an access row changes, "
+                     "within the feed's lag",
     "doughnut_url": "Doughnut's backend address, asked whose web session a request's cookie "
                     "carries; unset: such a request (a cookie, no known token) gets 503, which the "
                     "proxy hands to Doughnut",

@@ -124,6 +124,14 @@ TARGETS = (
     *(Target(f"Doughnut's read p50, {kind} / the owner's at the default tokenLimit",
              f"doughnut_reads.{kind}.ratio_p50", "<=", 1.3, "×", at(f"doughnut_reads.{kind}.ratio_p50"))
       for kind in ("owner_any", "subscriber", "circle", "bazaar_anonymous")),
+    *(Target(f"Doughnut's read p50 over HTTP at 300 req/s, {kind} / the owner's at the default",
+             f"doughnut_reads.{kind}.http.ratio_p50", "<=", 1.3, "×",
+             at(f"doughnut_reads.{kind}.http.ratio_p50"))
+      for kind in ("owner_any", "subscriber", "circle", "bazaar_anonymous")),
+    *(Target(f"SQL statements per Doughnut read over HTTP after warm-up, {kind}",
+             f"doughnut_reads.{kind}.http.sql_per_read", "<=", 0, "",
+             at(f"doughnut_reads.{kind}.http.sql_per_read"))
+      for kind in ("owner_default", "owner_any", "subscriber", "circle", "bazaar_anonymous")),
     Target("hits/s of one graphrag serve over the floor (a bare ASGI app, same server and values)",
            "reader.http_saturation_over_floor", ">=", 0.5, "×",
            at("reader.http_saturation_over_floor")),

@@ -34,7 +34,7 @@ from typing import Any
 from graphrag import Request
 from graphrag.wiki.model import Viewer, WikiNeed
 from graphrag.wiki.view import WikiView
-from ops.bench.doughnut_reads import doughnut_reads
+from ops.bench.doughnut_reads import STEADY_S, doughnut_reads
 from ops.bench.full import compare_paths
 from ops.bench.graph import pages
 from ops.bench.helpers import figures, lazy_rebuild, loaded_database, percentile, ratio, say
@@ -87,10 +87,10 @@ def wiki_database(bench: Bench, size: int) -> Iterator[tuple[str, Database]]:
         close_engine(engine)
 
 
-def today_wiring(bench: Bench, url: str, engine: Database, name: str) -> Wiring:
+def today_wiring(bench: Bench, url: str, engine: Database, name: str, **more: Any) -> Wiring:
     settings = load_settings(database_url=url, redis_url=bench.redis_url,
                              redis_prefix=bench.prefix(name), schema_name="doughnut-2026",
-                             strategies=STRATEGY)
+                             strategies=STRATEGY, **more)
     wiring = Wiring(settings, redis_client=bench.client)
     wiring.source = open_source(engine, "doughnut-2026")
     return wiring
@@ -136,10 +136,13 @@ def _reads(bench: Bench, wiring: Wiring, foci: Sequence[int]) -> dict[str, Any]:
         others += time_reader(lambda f: reader.get(f, token_limit=OTHER_LIMIT), order)
         raws += packed_latencies_us(bench.client, [keys.snapshot(f, STRATEGY, None) for f in order])
     hit, other, raw = (percentile(xs, .5) for xs in (hits, others, raws))
+    first = percentile(others[:len(order)], .5)  # each trace's first replay: inflated and parsed
     say(f"today's Doughnut reads: hit p50 {hit:.0f} µs at tokenLimit {TOKEN_LIMIT}, {other:.0f} µs "
-        f"at {OTHER_LIMIT} (replayed), a bare GET + decode {raw:.0f} µs")
+        f"at {OTHER_LIMIT} (replayed; {first:.0f} µs at a trace's first replay), a bare GET + "
+        f"decode {raw:.0f} µs")
     return {"hit_p50_us": hit, "other_limit_p50_us": other, "raw_get_p50_us": raw,
             "hit_ratio_p50": ratio(hit, raw), "other_limit_ratio_p50": ratio(other, hit),
+            "other_limit_first_p50_us": first, "other_limit_first_ratio_p50": ratio(first, hit),
             "other_limit": OTHER_LIMIT, "reads": len(hits)}
 
 
@@ -198,7 +201,8 @@ def _measure(bench: Bench, url: str, engine: Database) -> dict[str, Any]:
            "full": compare_paths(bench, engine, today_wiring(bench, url, engine, "today-paged"),
                                  today_wiring(bench, url, engine, "today-full"), STRATEGY),
            "users": _users(wiring, engine, foci),
-           "doughnut_reads": doughnut_reads(bench, wiring, engine, foci)}
+           "doughnut_reads": doughnut_reads(
+               bench, today_wiring(bench, url, engine, "today", token_cache_s=STEADY_S), engine, foci)}
     say(f"today's Doughnut: live p50 {out['live_p50_ms']:.1f} ms, p95 {out['live_p95_ms']:.1f} ms; "
         f"rebuild {batched['snapshots_per_s']:.0f} snapshots/s; SQL per context "
         f"{out['sql_per_context_batched']:.2f} batched vs {out['sql_per_context_one_at_a_time']:.1f}; "

@@ -41,6 +41,8 @@ class ReaderConfig:
     lock_ttl_ms: int = 10_000
     lock_wait_ms: int = 3_000
     refresh_claim_s: int = 300
+    #: parsed traces a process keeps for replays of snapshots read again (service.reader.traces)
+    parsed_traces: int = 512
 
 
 @dataclass(frozen=True, slots=True)

@@ -52,6 +52,7 @@ from service.metrics import ReaderMetrics
 from service.ports import Coordination, SnapshotCache
 from service.reader.live import LiveReads
 from service.reader.served import ReaderConfig, Served, Source, as_served, usable
+from service.reader.traces import ParsedTraces
 from service.reader.viewer_reads import ViewerReads
 from service.reader.write_back import WriteBack
 
@@ -89,6 +90,8 @@ class SnapshotReader:
         self.live = LiveReads(service, store, coordination, config, metrics=self.metrics,
                               clock_ms=clock_ms, config_hashes=self.config_hashes, fresh=self._fresh,
                               write_back=WriteBack(store, self.metrics, on_raced))
+        #: parsed traces of snapshots read before (service.reader.traces)
+        self.traces = ParsedTraces(config.parsed_traces)
         #: another viewer's reads, remembered while access holds (service.access)
         self.viewers = ViewerReads(service.store, self.live, self.metrics, epoch=epoch,
                                    clock_ms=lambda: time.monotonic_ns() // 1_000_000,
@@ -132,8 +135,9 @@ class SnapshotReader:
         strategy: str | None = None, viewer: Viewer | None = None, fmt: str = "json",
         doughnut: bool = False,
     ) -> Served | None:
-        """:meth:`get`'s answer when it is a fresh hit in the snapshot's own view, else None (a
-        miss, an outdated or stale snapshot, another viewer, the feed behind, the cache down):
+        """:meth:`get`'s answer when it is a fresh hit in the snapshot's own view, or another
+        viewer's remembered answer from it (service.reader.viewer_reads), else None (a miss, an
+        outdated or stale snapshot, an answer not remembered, the feed behind, the cache down):
         one cache read, nothing computed, queued or asked of the database. Raises what ``get``
         raises for the parameters."""
         started = time.perf_counter()
@@ -147,11 +151,15 @@ class SnapshotReader:
         if envelope is None or envelope.generation < generation:
             return None
         now_ms = self.clock_ms()
-        if (ask.viewer is not None and trace_viewer(envelope) != ask.viewer) or not self._fresh(
-                envelope, now_ms):
+        if not self._fresh(envelope, now_ms):
             return None
-        self.metrics.hits.inc()
-        served = as_served(envelope_body(envelope, ask), "cache", envelope.computed_at_ms, now_ms)
+        if ask.viewer is not None and trace_viewer(envelope) != ask.viewer:
+            served = self.viewers.remembered(envelope, ask, now_ms)  # (None: the route decides)
+        else:
+            self.metrics.hits.inc()
+            served = as_served(envelope_body(envelope, ask), "cache", envelope.computed_at_ms, now_ms)
+        if served is None:
+            return None
         self._latency["cache"].observe(time.perf_counter() - started)
         return served
 
@@ -225,7 +233,13 @@ class SnapshotReader:
     def _stored(self, ask: Ask) -> tuple[Envelope | None, int]:
         """The stored snapshot if it can answer ``ask`` at all, and its note's generation."""
         raw, generation = self.store.read_current(ask.key)
-        return usable(decode_envelope(raw), ask, self.service.database()), generation
+        envelope = decode_envelope(raw)
+        if envelope is not None:
+            self.traces.adopt(envelope)
+        envelope = usable(envelope, ask, self.service.database())
+        if envelope is not None:
+            self.traces.keep(envelope)
+        return envelope, generation
 
     def _for_viewer(self, envelope: Envelope | None, generation: int, ask: Ask) -> Served:
         """Another viewer than the snapshot's: from a current, fresh snapshot as

@@ -76,6 +76,21 @@ class ViewerReads:
             return self.live.compute(ask, write=False)
         return self._own(envelope, key, ask, now_ms)
 
+    def remembered(self, envelope: Envelope, ask: Ask, now_ms: int) -> Served | None:
+        """:meth:`serve`'s answer when it is remembered (the owner's bytes, or this viewer's own
+        view); None when it would ask the database, compute or refuse: nothing is asked."""
+        assert ask.viewer is not None
+        key = (ask.key, envelope.generation, envelope.computed_at_ms, ask.viewer)
+        found, verdict = self.verdicts.get(key)
+        if found and verdict == _SAME:
+            self.metrics.viewer_proven.inc()
+            return as_served(envelope_body(envelope, ask), "cache", envelope.computed_at_ms, now_ms)
+        held, own = self.views.get(key) if found and verdict == _OWN else (False, None)
+        if not held or own is None:
+            return None
+        self.metrics.viewer_remembered.inc()
+        return as_served(envelope_body(own, ask), "cache", own.computed_at_ms, now_ms)
+
     def _own(self, envelope: Envelope, key: Verdict, ask: Ask, now_ms: int) -> Served:
         found, own = self.views.get(key)
         if found and own is not None:

@@ -12,6 +12,7 @@ that user as viewer. A deletion or an edit is told the same way (a ``note`` row 
 ``deleted_at`` or content changed): it outdates snapshots through the fact index and leaves the
 access epoch alone, so a remembered verdict or view must be retired by the snapshot's new
 generation, or never have been remembered (a reader's view that read a note the owner's did not).
+It runs 100 examples in the suite and 1,000 in the reliability loop (``make test-reliability``).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from service.users import TokenBook
 from storage.memory import MemoryCoordination, MemoryDirtySet, MemoryState
 from storage.memory_cache import MemoryCache
 from storage.memory_wiki import MemoryWiki
+from tests.reliability.support import sized
 from tests.storage.wiki_rows import random_graph
 
 STRATEGY, NOW_MS = "focus-context", 1_790_000_000_000
@@ -148,7 +150,8 @@ class World:
             return "not-logged-in" if viewer.anonymous else "forbidden"
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=sized(ci=100, full=1_000), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10_000), steps=st.lists(st.one_of(CHANGES, READS, READS), max_size=40))
 def test_every_answer_is_the_live_rules_once_capture_told_it(seed: int, steps: list[Any]) -> None:
     world = World(seed)

@@ -18,8 +18,10 @@ For a combined budget B (``tokenLimit``), as ``FocusContextRetrievalService.retr
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import NamedTuple
+from bisect import bisect_left
+from collections.abc import Callable, Hashable, Iterator
+from itertools import accumulate
+from typing import NamedTuple, TypeVar
 
 from graphrag.wiki.approx_tokens import byte_limit, cut_and_measure, java_utf8_length, tokens_of
 from graphrag.wiki.focus.render import focus_json, path_json, related_json, results_json
@@ -27,6 +29,8 @@ from graphrag.wiki.focus.trace import NoteFields, Trace
 from graphrag.wiki.focus.types import FocusContextResult, FocusNoteOut, RelatedNoteOut, TraceTooSmall
 
 __all__ = ["cut", "cut_json", "focus_uri"]
+
+T = TypeVar("T")
 
 
 def focus_uri(title: str) -> str:
@@ -70,7 +74,32 @@ def cut_json(trace: Trace, token_limit: int) -> bytes:
         else:
             path = focus_path = focus_path or path_json(_path(trace, -1))
         related.append(related_json(head, depth, path, tail))
-    return results_json(focus_json(focus), related)
+    return results_json(_focus_json(trace, focus, token_limit), related)
+
+
+#: how many derived values a cut keeps on one trace (Trace.derived): a trace cut at many limits
+#: keeps the first ones and computes the others each time
+MAX_DERIVED = 48
+
+
+def _derived(trace: Trace, key: Hashable, make: Callable[[], T]) -> T:
+    """``make()``, kept on the trace under ``key`` while it keeps fewer than MAX_DERIVED."""
+    kept = trace.derived
+    try:
+        value: T = kept[key]
+    except KeyError:
+        value = make()
+        if len(kept) < MAX_DERIVED:
+            kept[key] = value
+    return value
+
+
+def _focus_json(trace: Trace, focus: FocusNoteOut, token_limit: int) -> bytes:
+    """The focus note's bytes; the same for every tokenLimit that keeps the whole capped body,
+    so kept for those (by whether peers show)."""
+    if token_limit < trace.params.focus_content_cap:
+        return focus_json(focus)
+    return _derived(trace, ("focus", bool(focus.sample_siblings)), lambda: focus_json(focus))
 
 
 def _path(trace: Trace, anchor: int) -> tuple[str, ...]:
@@ -102,7 +131,8 @@ def _focus_body(trace: Trace, token_limit: int) -> tuple[str | None, bool, int]:
     stored = trace.focus.content
     if stored is None:
         return None, False, 0
-    cap, size = min(trace.params.focus_content_cap, max(0, token_limit)), java_utf8_length(stored)
+    cap = min(trace.params.focus_content_cap, max(0, token_limit))
+    size = _derived(trace, ("focus size",), lambda: java_utf8_length(stored))
     if size <= byte_limit(cap):
         return stored, trace.focus.content_shortened, tokens_of(size)
     body, body_size = cut_and_measure(stored, cap)
@@ -147,16 +177,21 @@ def _shown(fields: NoteFields, depth: int, path: tuple[str, ...]) -> RelatedNote
 
 
 def _wiki_prefix(trace: Trace, budget: int) -> int:
-    """How many ladder entries are emitted while the remaining wiki budget is positive."""
-    remaining, cost_of = budget, trace.notes.cost
-    ids = trace.wiki.ids
-    for emitted, note_id in enumerate(ids):
-        if remaining <= 0:
-            return emitted
-        remaining -= cost_of(note_id) or 0
-    if remaining > 0 and not trace.wiki_complete:
+    """How many ladder entries are emitted while the remaining wiki budget is positive: after k
+    entries what remains is ``budget - spent[k]`` (``spent``: the costs summed, non-decreasing),
+    so the first k whose ``spent[k]`` reaches the budget."""
+    spent = _derived(trace, ("spent",), lambda: _spent(trace))
+    emitted = bisect_left(spent, budget)
+    if emitted == len(spent) and not trace.wiki_complete:
         raise TraceTooSmall("the wiki ladder ends before the budget does")
-    return len(ids)
+    return min(emitted, len(spent) - 1)
+
+
+def _spent(trace: Trace) -> list[int]:
+    """The ladder's costs summed: entry k is what the first k entries cost (a cost the trace
+    cannot show counts 0)."""
+    cost_of = trace.notes.cost
+    return list(accumulate((cost_of(i) or 0 for i in trace.wiki.ids), initial=0))
 
 
 def _peers(trace: Trace, emitted: int, budget: int) -> Shown:
@@ -177,9 +212,27 @@ def _peers(trace: Trace, emitted: int, budget: int) -> Shown:
 
 
 def _offers(trace: Trace, emitted: int) -> Iterator[ShownNote]:
+    """:func:`_offered`, made once per ``emitted`` and kept on the trace: the offers up to the
+    first anchor whose member list is too short, then that error (raised only if the peers phase
+    gets that far, as the generator raises it)."""
+    made, error = _derived(trace, ("offers", emitted), lambda: _made(trace, emitted))
+    yield from made
+    if error is not None:
+        raise TraceTooSmall(error)
+
+
+def _made(trace: Trace, emitted: int) -> tuple[tuple[ShownNote, ...], str | None]:
+    made: list[ShownNote] = []
+    try:
+        made.extend(_offered(trace, emitted))
+    except TraceTooSmall as err:
+        return tuple(made), str(err)
+    return tuple(made), None
+
+
+def _offered(trace: Trace, emitted: int) -> Iterator[ShownNote]:
     """Every anchor's sample, in (anchor depth, anchor index) order, first offer per note, as
-    (note, its depth, its anchor's path index); made as the peers phase asks (it stops once its
-    budget is spent, so later anchors are never sampled)."""
+    (note, its depth, its anchor's path index)."""
     ids, depths = trace.wiki.ids[:emitted], trace.wiki.depths[:emitted]
     group_of = trace.notes.group
     anchors = [_Anchor(0, -1, trace.focus_id, trace.focus.group)]

@@ -42,7 +42,7 @@ surrogate pair (a Java cut can leave one) is not valid UTF-8, so such a text is 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from functools import cached_property
@@ -96,6 +96,14 @@ class Trace:
     notes: HeldNotes
     groups: Mapping[str, PeerList]
     facts: AbstractSet[str]
+
+    @cached_property
+    def derived(self) -> dict[Hashable, Any]:
+        """What cuts derived from this trace, kept for the next cut of it (a reader keeps the
+        traces it parsed, so one trace is cut again and again): values a cut computes the same
+        each time, filed by what they are derived from (graphrag.wiki.focus.cut). Threads
+        sharing the trace may both compute one; they store equal values."""
+        return {}
 
     @cached_property
     def least_cost(self) -> int:
