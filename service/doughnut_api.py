@@ -125,9 +125,10 @@ def answer(reader: SnapshotReader, viewers: Viewers, read: DoughnutRead) -> Serv
 
 
 def cached_answer(reader: SnapshotReader, viewers: Viewers, read: DoughnutRead) -> Served | None:
-    """:func:`answer`'s answer when it is a fresh hit read by the snapshot's own viewer, a user
-    whose token is remembered; None when anything else would decide (then :func:`answer` does):
-    nothing is asked of the database or of Doughnut."""
+    """:func:`answer`'s answer when the reader has it without asking anybody (a fresh hit read
+    by the snapshot's own viewer, or another reader's remembered answer: SnapshotReader.cached)
+    for a reader known without asking (a remembered token, or nobody: Viewers.known); None when
+    anything else would decide (then :func:`answer` does)."""
     note_id, limit = parse_java_int(read.note), _limit(read.token_limit)
     if note_id is None or note_id <= 0 or isinstance(limit, Refusal):
         return None

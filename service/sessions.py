@@ -78,10 +78,11 @@ class Viewers:
         self.tokens, self.sessions = tokens, sessions
 
     def known(self, bearer: str | None, cookie: str | None) -> Viewer | None:
-        """The user a request reads as when its bearer token is remembered and names a user,
-        without asking anybody; None otherwise (nobody, a session, a token to look up)."""
-        viewer = None if bearer is None else self.tokens.known(bearer)
-        return None if viewer is None or viewer.anonymous else viewer
+        """:meth:`viewer_of` without asking anybody: nobody for a request without a token or with
+        a token remembered as naming nobody, and no cookie; the user of a remembered token; None
+        otherwise (a token to look up, a web session to ask Doughnut about)."""
+        viewer = ANONYMOUS if not bearer else self.tokens.known(bearer)
+        return None if viewer is None or (viewer.anonymous and cookie) else viewer
 
     def viewer_of(self, bearer: str | None, cookie: str | None) -> Viewer:
         viewer = self.tokens.viewer_of(bearer)

@@ -84,6 +84,13 @@ def test_another_users_remembered_answer_is_a_hot_read(
         assert seen == (200, "live", users.live("F", 700, viewer=subscriber))
         assert get(http, users, "F", "subscriber", "700")[1] == "live"  # never remembered
         assert len(gets) == 3
+        anonymous = users.live("Z", 900, viewer=Viewer())  # nobody, on a bazaar notebook's note
+        assert get(http, users, "Z", None, "900")[::2] == (200, anonymous)
+        assert get(http, users, "Z", None, "900")[::2] == (200, anonymous)
+        assert len(gets) == 4  # the second read: remembered, hot
+        assert get(http, users, "A", None)[::2] == (401, NOT_LOGGED_IN)  # refused by the route
+        assert get(http, users, "A", None)[::2] == (401, NOT_LOGGED_IN)
+        assert len(gets) == 6
 
 
 def test_refusals_are_doughnuts(users: Site, http: TestClient) -> None:

@@ -90,6 +90,7 @@ READS = (
         '"code", "(.).*"))', "{{class}}")]),
     Chart("Reads by reader kind", "reqps", [
         rates("graphrag_viewer_snapshot_reads_total", legend="other user, from the snapshot"),
+        rates("graphrag_viewer_remembered_reads_total", legend="other user, their view kept"),
         rates("graphrag_viewer_live_reads_total", legend="other user, live"),
         rates("graphrag_feed_distrusted_reads_total", legend="feed distrusted, live"),
         rates("graphrag_token_lookups_total", "outcome")]),

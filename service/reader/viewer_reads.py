@@ -42,7 +42,7 @@ __all__ = ["ViewerReads"]
 #: the verdicts on another viewer's read of a snapshot (module docstring)
 _SAME, _REFUSED, _OWN, _LIVE = "same", "refused", "own", "live"
 #: own views kept in a process (parsed traces of tens of KB each; the least recently used goes)
-MAX_OWN_VIEWS = 1_000
+MAX_OWN_VIEWS = 512
 
 Verdict = tuple[SnapshotKey, int, int, Viewer]
 

@@ -106,7 +106,8 @@ def install(app: FastAPI, reader: SnapshotReader, auth: DoughnutAuth,
             ) -> Callable[[HttpRequest, str], Served | None]:
     """Add the two routes; ``shared_read`` and ``respond`` are the app's own read and response.
     Returns the hot read of ``/graph`` (worker.http.hot): its answer when it is a fresh hit read
-    by the snapshot's own viewer (``shared_cached`` for the shared token), else None."""
+    by the snapshot's own viewer or another reader's remembered answer (``shared_cached`` for the
+    shared token), else None."""
 
     def hot(request: HttpRequest, note_id: str) -> Served | None:
         q = _query(request)
