@@ -2,14 +2,15 @@
 
 One ``graphrag serve`` on today's snapshots with Doughnut's users (``GRAPHRAG_READER_AUTH=doughnut``,
 access answers kept for the run as in ops.bench.doughnut_reads) answers each kind of reader of that
-module in turn. Each kind's notes are read once to warm up (one GET each, in order), then ``wrk``
-sends :data:`RATE_PER_S` requests a second for :data:`SECONDS` from :data:`CONNECTIONS` keep-alive
-connections (each waits ``CONNECTIONS / RATE_PER_S`` between answers: an open rate, not a
-saturation), each request a random note of the kind with that kind's token and tokenLimit (2,000
-for ``owner_default``, else random from 1 to 20,000). Per kind: wrk's p50 and p99 latency, the
-rate reached, and SQL statements per read counted on the engine (``Com_select`` of MariaDB's
-global status over the timed run: the server's own count, so it includes any other client's;
-the bench runs none meanwhile).
+module in turn. Each kind's notes are read once to warm up (one GET each, in order), then
+``wrk`` sends about :data:`RATE_PER_S` requests a second for :data:`SECONDS` from
+:data:`CONNECTIONS` keep-alive connections (each waits a random 0 to ``2 × CONNECTIONS /
+RATE_PER_S`` seconds after an answer, so that the connections do not send in step: a paced rate,
+not a saturation; it falls short of the rate by what the answers take), each request a random
+note of the kind with that kind's token and tokenLimit (2,000 for ``owner_default``, else random
+from 1 to 20,000). Per kind: wrk's p50 and p99 latency, the rate reached, and SQL statements per
+read counted on the engine (``Com_select`` of MariaDB's global status over the timed run: the
+server's own count, so it includes any other client's; the bench runs none meanwhile).
 
 Without ``wrk`` (Debian: ``apt-get install wrk``) the rows are absent and the run says so.
 """
@@ -36,7 +37,7 @@ from storage.database import Database, selects_run
 
 __all__ = ["doughnut_http"]
 
-RATE_PER_S, CONNECTIONS, SECONDS = 300, 4, 6
+RATE_PER_S, CONNECTIONS, SECONDS = 300, 8, 6
 #: (focus, the reader's token or None, a fixed tokenLimit or None for a random one)
 HttpCall = tuple[int, str | None, int | None]
 _UNITS = {"us": 1.0, "ms": 1_000.0, "s": 1_000_000.0}
@@ -88,7 +89,7 @@ def _script(calls: Sequence[HttpCall], folder: Path, kind: str) -> Path:
         "  if c[2] ~= \"\" then headers[\"Authorization\"] = \"Bearer \" .. c[2] end\n"
         "  return wrk.format(\"GET\", c[1] .. limit, headers)\n"
         "end\n"
-        f"delay = function() return {round(CONNECTIONS * 1000 / RATE_PER_S)} end\n")
+        f"delay = function() return math.random(0, {round(2 * CONNECTIONS * 1000 / RATE_PER_S)}) end\n")
     return script
 
 
