@@ -51,6 +51,8 @@ class Remembered(Generic[V]):
         """(whether ``key`` is remembered and still holds, its answer)."""
         with self._lock:
             seen = self._seen.get(key)
+            if seen is not None:
+                self._seen.move_to_end(key)  # (the least recently used goes first)
         if seen is None or seen[0] != self.epoch():
             return False, None
         if self.ttl_ms is not None and self.clock_ms() - seen[1] >= self.ttl_ms:

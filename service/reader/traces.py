@@ -4,7 +4,8 @@ A read at another tokenLimit than a trace snapshot's stored one replays its trac
 (service.answers): it inflates the trace frame (about 47 KB on the 100k bench graph) and parses its
 first line before the cut, and those two cost more than the cut. Doughnut's clients read the same
 notes again and again at the limits their agents pick, so the reader keeps the last
-``size`` parsed traces (about 80 KB each) and gives a value read from the same stored bytes the
+``size`` parsed traces (about 80 KB each as parsed on the bench graph, more as the cuts made on
+one keep what they derive: graphrag.wiki.focus.cut) and gives a value read from the same stored bytes the
 trace parsed before.
 
 * **Only the same bytes.** A kept trace is found by the value's :attr:`Envelope.trace_identity`:

@@ -104,6 +104,7 @@ class ViewerReads:
             self.verdicts.put(key, _REFUSED, epoch=epoch, at_ms=at_ms)
             raise
         if set(own.depends_on) <= set(envelope.depends_on):
+            own.trace  # noqa: B018 (parsed here, in the route's thread, never by the hot read)
             self.views.put(key, own, epoch=epoch, at_ms=at_ms)
         else:
             self.verdicts.put(key, _LIVE, epoch=epoch, at_ms=at_ms)

@@ -178,20 +178,23 @@ def _shown(fields: NoteFields, depth: int, path: tuple[str, ...]) -> RelatedNote
 
 def _wiki_prefix(trace: Trace, budget: int) -> int:
     """How many ladder entries are emitted while the remaining wiki budget is positive: after k
-    entries what remains is ``budget - spent[k]`` (``spent``: the costs summed, non-decreasing),
-    so the first k whose ``spent[k]`` reaches the budget."""
-    spent = _derived(trace, ("spent",), lambda: _spent(trace))
-    emitted = bisect_left(spent, budget)
+    entries what remains is ``budget - spent[k]`` (``spent``: the costs summed), so the first k
+    whose ``spent[k]`` reaches the budget."""
+    spent, rising = _derived(trace, ("spent",), lambda: _spent(trace))
+    emitted = (bisect_left(spent, budget) if rising
+               else next((k for k, sum_k in enumerate(spent) if sum_k >= budget), len(spent)))
     if emitted == len(spent) and not trace.wiki_complete:
         raise TraceTooSmall("the wiki ladder ends before the budget does")
     return min(emitted, len(spent) - 1)
 
 
-def _spent(trace: Trace) -> list[int]:
-    """The ladder's costs summed: entry k is what the first k entries cost (a cost the trace
-    cannot show counts 0)."""
+def _spent(trace: Trace) -> tuple[list[int], bool]:
+    """The ladder's costs summed (entry k: what the first k entries cost; a cost the trace cannot
+    show counts 0), and whether the sums never fall (no cost is negative: a damaged trace's sums
+    are walked, not bisected)."""
     cost_of = trace.notes.cost
-    return list(accumulate((cost_of(i) or 0 for i in trace.wiki.ids), initial=0))
+    costs = [cost_of(i) or 0 for i in trace.wiki.ids]
+    return list(accumulate(costs, initial=0)), min(costs, default=0) >= 0
 
 
 def _peers(trace: Trace, emitted: int, budget: int) -> Shown:
