@@ -52,50 +52,50 @@ class ViewerReads:
 
     def __init__(self, source: NoteSource, live: LiveReads, metrics: ReaderMetrics, *,
                  epoch: Callable[[], int], clock_ms: Callable[[], int], ttl_ms: int | None) -> None:
-        self.source, self.live, self.metrics, self.clock_ms = source, live, metrics, clock_ms
+        self.source, self.live, self.metrics = source, live, metrics
         self.verdicts: Remembered[str] = Remembered(epoch=epoch, clock_ms=clock_ms, ttl_ms=ttl_ms)
         self.views: Remembered[Envelope] = Remembered(epoch=epoch, clock_ms=clock_ms,
                                                       ttl_ms=ttl_ms, size=MAX_OWN_VIEWS)
 
     def serve(self, envelope: Envelope, held: Viewer, ask: Ask, now_ms: int) -> Served:
         """``ask`` (whose viewer is not ``held``, the snapshot's) answered from ``envelope``."""
-        assert ask.viewer is not None
-        key = (ask.key, envelope.generation, envelope.computed_at_ms, ask.viewer)
+        served = self.remembered(envelope, ask, now_ms)
+        if served is not None:
+            return served
+        key, asked = _key(envelope, ask), _viewer_of(ask)
         found, verdict = self.verdicts.get(key)
         epoch, at_ms = self.verdicts.started()
         if not found:
-            verdict = _SAME if same_view(self.source, envelope.depends_on, held, ask.viewer) else _OWN
+            verdict = _SAME if same_view(self.source, envelope.depends_on, held, asked) else _OWN
             self.verdicts.put(key, verdict, epoch=epoch, at_ms=at_ms)
         if verdict == _SAME:
-            self.metrics.viewer_proven.inc()
-            return as_served(envelope_body(envelope, ask), "cache", envelope.computed_at_ms, now_ms)
+            return self._same(envelope, ask, now_ms)
         if verdict == _REFUSED:
             raise NoteNotReadable(ask.viewer, ask.note_id)
         if verdict == _LIVE:
             self.metrics.viewer_live.inc()
             return self.live.compute(ask, write=False)
-        return self._own(envelope, key, ask, now_ms)
+        return self._own(envelope, key, ask)
 
     def remembered(self, envelope: Envelope, ask: Ask, now_ms: int) -> Served | None:
         """:meth:`serve`'s answer when it is remembered (the owner's bytes, or this viewer's own
         view); None when it would ask the database, compute or refuse: nothing is asked."""
-        assert ask.viewer is not None
-        key = (ask.key, envelope.generation, envelope.computed_at_ms, ask.viewer)
+        key = _key(envelope, ask)
         found, verdict = self.verdicts.get(key)
         if found and verdict == _SAME:
-            self.metrics.viewer_proven.inc()
-            return as_served(envelope_body(envelope, ask), "cache", envelope.computed_at_ms, now_ms)
+            return self._same(envelope, ask, now_ms)
         held, own = self.views.get(key) if found and verdict == _OWN else (False, None)
         if not held or own is None:
             return None
         self.metrics.viewer_remembered.inc()
         return as_served(envelope_body(own, ask), "cache", own.computed_at_ms, now_ms)
 
-    def _own(self, envelope: Envelope, key: Verdict, ask: Ask, now_ms: int) -> Served:
-        found, own = self.views.get(key)
-        if found and own is not None:
-            self.metrics.viewer_remembered.inc()
-            return as_served(envelope_body(own, ask), "cache", own.computed_at_ms, now_ms)
+    def _same(self, envelope: Envelope, ask: Ask, now_ms: int) -> Served:
+        self.metrics.viewer_proven.inc()
+        return as_served(envelope_body(envelope, ask), "cache", envelope.computed_at_ms, now_ms)
+
+    def _own(self, envelope: Envelope, key: Verdict, ask: Ask) -> Served:
+        """Their own view, computed now (none is kept for ``key``), kept when it is covered."""
         epoch, at_ms = self.views.started()
         self.metrics.viewer_live.inc()
         try:
@@ -109,3 +109,13 @@ class ViewerReads:
         else:
             self.verdicts.put(key, _LIVE, epoch=epoch, at_ms=at_ms)
         return as_served(envelope_body(own, ask), "live", own.computed_at_ms, own.computed_at_ms)
+
+
+def _viewer_of(ask: Ask) -> Viewer:
+    assert ask.viewer is not None  # (another viewer's read names one)
+    return ask.viewer
+
+
+def _key(envelope: Envelope, ask: Ask) -> Verdict:
+    """Whose read of which snapshot as stored a verdict or a view is kept under."""
+    return (ask.key, envelope.generation, envelope.computed_at_ms, _viewer_of(ask))
