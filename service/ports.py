@@ -172,7 +172,13 @@ class SnapshotCache(Protocol):
         """The notes (or facts) whose latest stamp is newer than ``seq``."""
 
     def dependents(self, note_ids: Iterable[Fact]) -> set[int]:
-        """The foci whose snapshots (any variant) show any of ``note_ids`` (or read these facts)."""
+        """The foci whose snapshots (any variant) show any of ``note_ids`` (or read these facts),
+        and those a reader keeps a viewer's view of that read them (:meth:`watch_view`)."""
+
+    def watch_view(self, focus: int, facts: Iterable[Fact], *, ttl_ms: int) -> None:
+        """Count ``focus`` among the :meth:`dependents` of every fact for ``ttl_ms``: a reader
+        keeps a viewer's own view of it that read them. Apart from the snapshots' reverse index,
+        which stays exactly what the stored snapshots show."""
 
     def shown_by(self, focus_ids: Iterable[int]) -> dict[int, set[Fact]]:
         """Per focus, the union of the notes (or facts) its stored snapshots depend on."""

@@ -48,6 +48,7 @@ class MemoryState:
     generations: dict[int, tuple[int, int]] = field(default_factory=dict)
     shows: dict[int, dict[SnapshotKey, frozenset[Fact]]] = field(default_factory=dict)
     deps: dict[Fact, set[int]] = field(default_factory=dict)
+    view_deps: dict[Fact, tuple[set[int], int]] = field(default_factory=dict)  # (foci, expires)
     touched: dict[Fact, tuple[int, int]] = field(default_factory=dict)
     seq: int = 0
     last_us: int = 0

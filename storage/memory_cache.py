@@ -63,7 +63,18 @@ class MemoryCache:
     def dependents(self, note_ids: Iterable[Fact]) -> set[int]:
         with self.state.lock:
             self.state.check()
-            return set().union(*(self.state.deps.get(i, set()) for i in note_ids))
+            ids = list(note_ids)
+            viewed = [entry[0] for entry in map(self.state.view_deps.get, ids)
+                      if entry is not None and self.state.live(entry)]
+            return set().union(*(self.state.deps.get(i, set()) for i in ids), *viewed)
+
+    def watch_view(self, focus: int, facts: Iterable[Fact], *, ttl_ms: int) -> None:
+        with self.state.lock:
+            self.state.check()
+            for x in facts:
+                entry = self.state.view_deps.get(x)
+                foci = entry[0] if entry is not None and self.state.live(entry) else set()
+                self.state.view_deps[x] = (foci | {focus}, self._until(ttl_ms))
 
     def shown_by(self, focus_ids: Iterable[int]) -> dict[int, set[Fact]]:
         with self.state.lock:

@@ -9,14 +9,17 @@ snapshot as stored (note, generation, time of computation) and the viewer:
   answered the owner (``same_view``), so the snapshot's bytes are this viewer's answer;
 * **refused**: computed for this viewer, Doughnut refuses them the note;
 * **their own view**: computed for this viewer at the snapshot's traversal limit, so that it
-  answers every tokenLimit the snapshot answers. It is remembered in this process (never
-  written to Redis, never under the owner's key) when every fact it read is a fact the owner's
-  snapshot read too (``depends_on`` a subset). Then every row behind it is in the fact index
-  under this note: an event on any of them outdates the snapshot (a new generation, another
-  key), an access change moves the epoch, and a computation is a function of the rows and access
-  decisions it read, so while neither moved the remembered view is what a computation now would
-  give. A view that read beyond the owner's facts (the viewer's own notebooks linking in) is not
-  covered by any invalidation and is computed on every read, sized for the asked tokenLimit.
+  answers every tokenLimit the snapshot answers, and remembered in this process (never written
+  to Redis, never under the owner's key) for at most ``VIEW_KEPT_MS``. Every fact it read is then
+  one an event outdates this note by: the owner's snapshot read it (the fact index), or the view
+  read it beyond them (the viewer's own notebooks linking in) and it is watched for this note
+  (``SnapshotCache.watch_view``, a minute longer than the view is kept). An access change moves
+  the epoch, and a computation is a function of the rows and access decisions it read, so while
+  neither moved the remembered view is what a computation now would give. The edit race is the
+  rebuild's: the edit sequence is read before the computation, the facts are watched after it,
+  and then their stamps are read; an edit stamped in between is caught by that read (the view is
+  served, not kept), one stamped after it finds the watch and outdates the note. A cache that
+  cannot be asked keeps nothing.
 
 So in steady state another viewer's read asks the database nothing: one cache read, and a replay
 of the owner's or their own trace.
@@ -26,13 +29,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from graphrag.core.errors import CacheUnavailable
 from graphrag.wiki.focus.types import NoteNotReadable
 from graphrag.wiki.model import Viewer
 from service.access import Remembered
 from service.answers import Ask, envelope_body
-from service.envelope import Envelope, SnapshotKey
+from service.envelope import Envelope, Fact, SnapshotKey
 from service.metrics import ReaderMetrics
-from service.ports import NoteSource
+from service.ports import NoteSource, SnapshotCache
 from service.reader.live import LiveReads
 from service.reader.served import Served, as_served
 from service.viewers import same_view
@@ -40,9 +44,13 @@ from service.viewers import same_view
 __all__ = ["ViewerReads"]
 
 #: the verdicts on another viewer's read of a snapshot (module docstring)
-_SAME, _REFUSED, _OWN, _LIVE = "same", "refused", "own", "live"
+_SAME, _REFUSED, _OWN = "same", "refused", "own"
 #: own views kept in a process (parsed traces of tens of KB each; the least recently used goes)
 MAX_OWN_VIEWS = 512
+#: how long an own view is kept at most; the facts it read beyond the owner's snapshot are watched
+#: a margin longer (their ``vdep`` keys expire, and a kept view must never outlive its watch)
+VIEW_KEPT_MS = 3_600_000
+_WATCH_MARGIN_MS = 60_000
 
 Verdict = tuple[SnapshotKey, int, int, Viewer]
 
@@ -50,12 +58,14 @@ Verdict = tuple[SnapshotKey, int, int, Viewer]
 class ViewerReads:
     """Serves another viewer's read of a current, fresh snapshot (module docstring)."""
 
-    def __init__(self, source: NoteSource, live: LiveReads, metrics: ReaderMetrics, *,
-                 epoch: Callable[[], int], clock_ms: Callable[[], int], ttl_ms: int | None) -> None:
-        self.source, self.live, self.metrics = source, live, metrics
+    def __init__(self, source: NoteSource, cache: SnapshotCache, live: LiveReads,
+                 metrics: ReaderMetrics, *, epoch: Callable[[], int], clock_ms: Callable[[], int],
+                 ttl_ms: int | None) -> None:
+        self.source, self.cache, self.live, self.metrics = source, cache, live, metrics
         self.verdicts: Remembered[str] = Remembered(epoch=epoch, clock_ms=clock_ms, ttl_ms=ttl_ms)
+        self.kept_ms = VIEW_KEPT_MS if ttl_ms is None else min(ttl_ms, VIEW_KEPT_MS)
         self.views: Remembered[Envelope] = Remembered(epoch=epoch, clock_ms=clock_ms,
-                                                      ttl_ms=ttl_ms, size=MAX_OWN_VIEWS)
+                                                      ttl_ms=self.kept_ms, size=MAX_OWN_VIEWS)
 
     def serve(self, envelope: Envelope, held: Viewer, ask: Ask, now_ms: int) -> Served:
         """``ask`` (whose viewer is not ``held``, the snapshot's) answered from ``envelope``."""
@@ -72,9 +82,6 @@ class ViewerReads:
             return self._same(envelope, ask, now_ms)
         if verdict == _REFUSED:
             raise NoteNotReadable(ask.viewer, ask.note_id)
-        if verdict == _LIVE:
-            self.metrics.viewer_live.inc()
-            return self.live.compute(ask, write=False)
         return self._own(envelope, key, ask)
 
     def remembered(self, envelope: Envelope, ask: Ask, now_ms: int) -> Served | None:
@@ -97,18 +104,36 @@ class ViewerReads:
     def _own(self, envelope: Envelope, key: Verdict, ask: Ask) -> Served:
         """Their own view, computed now (none is kept for ``key``), kept when it is covered."""
         epoch, at_ms = self.views.started()
+        seq = self._seq()  # before the database (the edit race, module docstring)
         self.metrics.viewer_live.inc()
         try:
             own = self.live.view(ask)
         except NoteNotReadable:
             self.verdicts.put(key, _REFUSED, epoch=epoch, at_ms=at_ms)
             raise
-        if set(own.depends_on) <= set(envelope.depends_on):
+        if self._watched(ask.note_id, set(own.depends_on) - set(envelope.depends_on), seq):
             own.trace  # noqa: B018 (parsed here, in the route's thread, never by the hot read)
             self.views.put(key, own, epoch=epoch, at_ms=at_ms)
-        else:
-            self.verdicts.put(key, _LIVE, epoch=epoch, at_ms=at_ms)
         return as_served(envelope_body(own, ask), "live", own.computed_at_ms, own.computed_at_ms)
+
+    def _seq(self) -> int | None:
+        try:
+            return self.cache.current_seq()
+        except CacheUnavailable:
+            return None
+
+    def _watched(self, note_id: int, beyond: set[Fact], seq: int | None) -> bool:
+        """Whether an event on any fact of ``beyond`` (read by a view, not by the owner's
+        snapshot) now outdates the note, none of them edited since ``seq``."""
+        if not beyond:
+            return True
+        if seq is None:
+            return False
+        try:
+            self.cache.watch_view(note_id, beyond, ttl_ms=self.kept_ms + _WATCH_MARGIN_MS)
+            return not self.cache.touched_since(beyond, seq)
+        except CacheUnavailable:
+            return False
 
 
 def _viewer_of(ask: Ask) -> Viewer:

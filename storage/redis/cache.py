@@ -200,10 +200,16 @@ class RedisCache:
 
     def dependents(self, note_ids: Iterable[int | str]) -> set[int]:
         """The foci whose snapshots (any variant) show any of ``note_ids`` or read any of these
-        facts (one pipelined trip)."""
+        facts, or whose viewer's view a reader keeps that read one (one pipelined trip)."""
         ids = list(dict.fromkeys(note_ids))
-        replies = self._execute(lambda p: [p.smembers(self.keys.dep(i)) for i in ids])
+        replies = self._execute(lambda p: [(p.smembers(self.keys.dep(i)),
+                                             p.smembers(self.keys.view_dep(i))) for i in ids])
         return {int(f) for r in replies for f in r}
+
+    def watch_view(self, focus: int, facts: Iterable[int | str], *, ttl_ms: int) -> None:
+        """Add ``focus`` to each fact's ``vdep`` for ``ttl_ms`` (one pipelined trip)."""
+        keys = [self.keys.view_dep(x) for x in dict.fromkeys(facts)]
+        self._execute(lambda p: [(p.sadd(k, focus), p.pexpire(k, ttl_ms)) for k in keys])
 
     def shown_by(self, focus_ids: Iterable[int]) -> dict[int, set[Any]]:
         """Per focus: the union of the ids its snapshots show (from ``shows:{F}``, pipelined)."""

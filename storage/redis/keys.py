@@ -7,6 +7,8 @@ Layout (``<prefix>`` defaults to ``graphrag:v1``; tests pass their own to isolat
     <prefix>:gen:{<note_id>}                                     generation counter of the note
     <prefix>:dep:{<note_id>}                                     set of focus ids whose snapshots show it
     <prefix>:dep:{<kind>:<id>}                                   the same for a wiki fact (note:5)
+    <prefix>:vdep:{<note_id>|<kind>:<id>}                         set of foci a reader keeps a viewer's
+                                                                 own view of that read it (expires)
     <prefix>:shows:{<note_id>}                                   hash: snapshot key -> ids it shows
     <prefix>:touched:{<note_id>}                                 seq number of the note's last edit
     <prefix>:lock:{<note_id>}:<strategy>:<seed>[:<tokenLimit>]   short live-compute lock of one snapshot
@@ -78,6 +80,11 @@ class Keys:
     def dep(self, note_id: int | str) -> str:
         """``<prefix>:dep:{id}``: integer ids of the foci whose snapshot (any variant) shows the note."""
         return f"{self.prefix}:dep:{_fact_tag(note_id)}"
+
+    def view_dep(self, note_id: int | str) -> str:
+        """``<prefix>:vdep:{id}``: foci a reader keeps a viewer's own view of that read the note or
+        fact (service.reader.viewer_reads), apart from ``dep``, which is exactly what snapshots show."""
+        return f"{self.prefix}:vdep:{_fact_tag(note_id)}"
 
     def shows(self, note_id: int) -> str:
         """``<prefix>:shows:{id}``: hash of the focus's snapshot keys -> the note ids each one shows."""

@@ -13,6 +13,7 @@ test works under its own key prefix (``graphrag-test:<uuid>:v1``) and deletes it
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -166,6 +167,27 @@ class ConsistencyContract(CacheContract):
         assert not self.backend.has_shows(3)
         self.assert_index_matches(store)
 
+    def test_a_watched_view_counts_among_the_dependents_apart_from_the_index(
+        self, store: Any
+    ) -> None:
+        assert write(store, envelope(3, 0, [30]))
+        store.watch_view(3, [31, "note:32"], ttl_ms=60_000)
+        store.watch_view(4, [31, 30], ttl_ms=60_000)
+        assert store.dependents([31]) == {3, 4}
+        assert store.dependents(["note:32"]) == {3}
+        assert store.dependents([30]) == {3, 4}
+        assert store.dependents([33]) == set()
+        self.assert_index_matches(store)  # the snapshots' reverse index is untouched
+        assert write(store, envelope(3, 0, [34]))  # a rewrite does not drop what a view read
+        assert store.dependents([31]) == {3, 4}
+
+    def test_a_watched_view_stops_counting_when_it_expires(self, store: Any) -> None:
+        store.watch_view(5, [50], ttl_ms=20)
+        deadline = time.monotonic() + 10
+        while store.dependents([50]) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert store.dependents([50]) == set()
+
     # -- edit stamps and unavailability -----------------------------------------------------------
     def test_touched_since_reports_notes_edited_after_a_sequence_number(
         self, store: Any
@@ -198,7 +220,8 @@ class ConsistencyContract(CacheContract):
             calls = [
                 lambda: store.read(wf(1)), lambda: write(store, envelope(1, 0, [2])),
                 lambda: store.bump_generations([1]), lambda: store.generations([1]),
-                lambda: store.dependents([1]), lambda: store.delete_focus(1, [wf(1)]),
+                lambda: store.dependents([1]), lambda: store.watch_view(1, [2], ttl_ms=9),
+                lambda: store.delete_focus(1, [wf(1)]),
             ]
             for call in calls:
                 with pytest.raises(CacheUnavailable) as caught:

@@ -8,6 +8,9 @@ as a live computation for that viewer does; a moved epoch or a rebuilt snapshot 
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import Any
+
 import pytest
 
 from graphrag import CharsCounter, Request, StrategyParams
@@ -16,6 +19,7 @@ from graphrag.wiki.model import Viewer
 from service.access import Remembered
 from service.cdc import ACCESS, WATCHED, events_of, touches_access
 from service.context import ContextService
+from service.events import outdate_shown
 from service.reader import ReaderConfig, SnapshotReader
 from service.rebuild import rebuild
 from storage.memory import MemoryCoordination, MemoryState
@@ -62,7 +66,8 @@ def test_change_capture_watches_every_access_table_and_says_when_one_changed() -
 
 
 class Site:
-    def __init__(self, *, private_link: bool = False, their_link: bool = False) -> None:
+    def __init__(self, *, private_link: bool = False, their_link: bool = False,
+                 cache: type[MemoryCache] = MemoryCache) -> None:
         self.db = db = MemoryWiki()
         own, theirs = db.notebook("Own", user=1), db.notebook("Theirs", user=2)
         db.notebook("Stranger", user=3)
@@ -75,7 +80,7 @@ class Site:
         if their_link:  # the subscriber sees a referrer the owner may not
             db.link(other, self.focus)
         self.state = MemoryState(clock_ms=lambda: NOW_MS)
-        self.cache = MemoryCache(self.state)
+        self.cache = cache(self.state)
         self.service = ContextService(db, CharsCounter(), StrategyParams())
         assert rebuild(self.service, self.cache, [self.focus], strategies=(STRATEGY,), seeds=(),
                        max_token_limit=3000, now_ms=NOW_MS).errors == {}
@@ -139,14 +144,36 @@ def test_a_viewers_own_view_is_remembered_when_the_owners_facts_cover_it() -> No
     assert site.read(2) == ("cache", site.live(2)) and site.live(2) == site.live(1)
 
 
-def test_a_view_reading_beyond_the_owners_facts_is_computed_on_every_read() -> None:
+def test_a_view_reading_beyond_the_owners_facts_is_kept_and_outdated_by_an_edit_of_them() -> None:
     site = Site(their_link=True)
     assert site.live(2) != site.live(1)  # the subscriber sees their own note linking in
+    assert site.read(2) == ("live", site.live(2))  # computed for them once, its extra facts watched
+    want = site.live(2, 700)
+    asked = len(site.db.asked)
+    assert site.read(2, 700) == ("cache", want)
+    assert len(site.db.asked) == asked  # remembered: the read asked nothing
+    theirs = site.focus + 1
+    site.db.notes[theirs] = replace(site.db.notes[theirs], content=H + "edited [[Focus]]")
+    assert site.read(2, 700) == ("cache", want)  # nothing told the reader yet
+    assert outdate_shown([theirs], site.cache) >= {site.focus}  # a webhook names the edited note
+    assert site.read(2, 700) == ("live", site.live(2, 700))  # outdated: computed again, edit shown
+
+
+class EditedInBetween(MemoryCache):
+    """A cache where an edit of every fact a view watches is stamped just before the watch."""
+
+    def watch_view(self, focus: int, facts: Any, *, ttl_ms: int) -> None:
+        self.stamp_touched(facts)
+        super().watch_view(focus, facts, ttl_ms=ttl_ms)
+
+
+def test_a_view_whose_extra_facts_were_edited_while_it_was_computed_is_not_kept() -> None:
+    site = Site(their_link=True, cache=EditedInBetween)
     assert site.read(2) == ("live", site.live(2))
     want = site.live(2, 700)
     asked = len(site.db.asked)
     assert site.read(2, 700) == ("live", want)
-    assert len(site.db.asked) > asked  # the read asked the database itself
+    assert len(site.db.asked) > asked  # the read computed again
 
 
 class Changed:
