@@ -55,26 +55,66 @@ Shown = list[ShownNote]
 
 def cut(trace: Trace, token_limit: int) -> FocusContextResult:
     """The FocusContextResult Doughnut computes at combined budget ``token_limit``."""
-    focus, shown = _select(trace, token_limit)
+    focus, shown, _ = _select(trace, token_limit)
     return FocusContextResult(focus, tuple(_shown(trace.notes[i], d, _path(trace, a))
                                            for i, d, a in shown))
 
 
 def cut_json(trace: Trace, token_limit: int) -> bytes:
     """``result_json(cut(trace, token_limit))``, joined from the notes' stored fragments and the
-    ladder's path JSON: a stored trace's shown notes and paths are never parsed."""
-    focus, shown = _select(trace, token_limit)
-    related = []
-    fragments, step_path = trace.notes.fragments, trace.wiki.path_json
+    ladder's path JSON: a stored trace's shown notes and paths are never parsed. The wiki notes
+    shown are always the ladder's first entries, so their JSON is a prefix of the ladder's
+    (:func:`_ladder_json`); the peers are joined note by note."""
+    focus, shown, emitted = _select(trace, token_limit)
+    related = [_ladder_json(trace, emitted)] if emitted else []
     focus_path = b""  # (written when a peer of the focus first shows it)
-    for note_id, depth, anchor in shown:
-        head, tail = fragments(note_id)
-        if anchor >= 0:
-            path = step_path(anchor)
-        else:
-            path = focus_path = focus_path or path_json(_path(trace, -1))
-        related.append(related_json(head, depth, path, tail))
+    for note_id, depth, anchor in shown[emitted:]:
+        if anchor < 0:
+            focus_path = focus_path or path_json(_path(trace, -1))
+        related.append(_related(trace, note_id, depth, anchor, focus_path))
     return results_json(_focus_json(trace, focus, token_limit), related)
+
+
+def _related(trace: Trace, note_id: int, depth: int, anchor: int, focus_path: bytes) -> bytes:
+    """A shown note's object; ``anchor`` -1 shows ``focus_path``, else that ladder step's path."""
+    head, tail = trace.notes.fragments(note_id)
+    path = trace.wiki.path_json(anchor) if anchor >= 0 else focus_path
+    return related_json(head, depth, path, tail)
+
+
+#: the ladder's JSON a trace keeps grows to at least twice what it held (so a trace cut at
+#: rising limits writes each entry about once), and at least this many entries
+_LADDER_STEP = 16
+
+
+def _ladder_json(trace: Trace, emitted: int) -> bytes:
+    """The first ``emitted`` ladder entries' objects, comma-separated: a slice of the ladder's
+    JSON the trace keeps (``("ladder",)`` in Trace.derived: the bytes and where each entry ends),
+    written further when a cut needs more. The kept value is replaced, never changed in place, so
+    threads sharing the trace read a whole one."""
+    kept: tuple[bytes, tuple[int, ...]] = trace.derived.get(("ladder",), (b"", (0,)))
+    written, ends = kept
+    if emitted >= len(ends):
+        more = range(len(ends) - 1, min(len(trace.wiki.ids), max(emitted, 2 * len(ends), _LADDER_STEP)))
+        written, ends = _extended(trace, written, ends, more, emitted)
+        trace.derived[("ladder",)] = (written, ends)
+    return written[: ends[emitted]]
+
+
+def _extended(trace: Trace, written: bytes, ends: tuple[int, ...], steps: range,
+              needed: int) -> tuple[bytes, tuple[int, ...]]:
+    """The kept ladder JSON with ``steps`` written on; the steps beyond ``needed`` stop at the
+    first note the trace does not hold (what no cut shows is never asked for)."""
+    ladder, cost_of = trace.wiki, trace.notes.cost
+    parts, grown, size = [written], list(ends), len(written)
+    for k in steps:
+        if k >= needed and cost_of(ladder.ids[k]) is None:
+            break
+        entry = _related(trace, ladder.ids[k], ladder.depths[k], k, b"")
+        parts.append(b"," + entry if size else entry)
+        size += len(parts[-1])
+        grown.append(size)
+    return b"".join(parts), tuple(grown)
 
 
 #: how many derived values a cut keeps on one trace (Trace.derived): a trace cut at many limits
@@ -106,8 +146,9 @@ def _path(trace: Trace, anchor: int) -> tuple[str, ...]:
     return trace.wiki.path(anchor) if anchor >= 0 else (focus_uri(trace.focus.title),)
 
 
-def _select(trace: Trace, token_limit: int) -> tuple[FocusNoteOut, Shown]:
-    """The focus note and the related notes shown (id, depth, path), in answer order."""
+def _select(trace: Trace, token_limit: int) -> tuple[FocusNoteOut, Shown, int]:
+    """The focus note, the related notes shown (id, depth, path) in answer order, and how many of
+    them are wiki notes (the ladder's first entries, before the peers)."""
     if token_limit > trace.max_token_limit:
         raise TraceTooSmall(f"trace sized for {trace.max_token_limit} tokens, asked {token_limit}")
     params = trace.params
@@ -116,12 +157,12 @@ def _select(trace: Trace, token_limit: int) -> tuple[FocusNoteOut, Shown]:
     with_peers = related >= params.peer_gate
     focus = _focus_note(trace, body, truncated, _siblings(trace) if with_peers else ())
     if trace.max_depth < 1 or related <= 0:
-        return focus, []
+        return focus, [], 0
     wiki_budget = params.wiki_budget(related) if with_peers else related
     emitted = _wiki_prefix(trace, wiki_budget)
     ladder = trace.wiki
     shown: Shown = [(ladder.ids[k], ladder.depths[k], k) for k in range(emitted)]
-    return focus, shown + (_peers(trace, emitted, related - wiki_budget) if with_peers else [])
+    return focus, shown + (_peers(trace, emitted, related - wiki_budget) if with_peers else []), emitted
 
 
 def _focus_body(trace: Trace, token_limit: int) -> tuple[str | None, bool, int]:
