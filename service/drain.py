@@ -35,8 +35,10 @@ log = logging.getLogger("graphrag.drain")
 @dataclass(frozen=True, slots=True)
 class DrainResult:
     """One batch: foci taken, snapshots written, foci put back (raced an edit), per-note errors;
-    ``dirtied_ms``: when each focus let go (fresh now) was last marked dirty (its score), and
-    ``urgent``: whether the batch came from the urgent lanes."""
+    ``dirtied_ms``: when each focus let go (fresh now) was last marked dirty (its score),
+    ``urgent``: whether the batch came from the urgent lanes, ``taken_ms`` when it was taken (the
+    clock of the scores) and ``seconds``/``write_seconds`` its rebuild's wall time and the part
+    of it spent writing."""
 
     taken: int
     written: int
@@ -44,6 +46,9 @@ class DrainResult:
     errors: int
     dirtied_ms: tuple[float, ...] = ()
     urgent: bool = False
+    taken_ms: int = 0
+    seconds: float = 0.0
+    write_seconds: float = 0.0
 
 
 def drain_once(
@@ -72,7 +77,8 @@ def _rebuilt(dirty: DirtyQueue, rebuild_ids: Callable[[Iterable[int]], RebuildRe
     dirty.done(fresh)
     requeue(dirty, report.requeue, now_ms=now_ms)
     return DrainResult(len(taken), report.count, len(report.requeue), len(report.errors),
-                       tuple(score for _, score in fresh))
+                       tuple(score for _, score in fresh), taken_ms=now_ms, seconds=report.seconds,
+                       write_seconds=report.write_seconds)
 
 
 def drain_until(
@@ -126,7 +132,8 @@ def drain_session(
 
 def observed(metrics: WorkMetrics, clock_ms: Callable[[], int]) -> Callable[[DrainResult], None]:
     """What ``drain_session`` tells ``metrics`` of each batch: one batch, its writes, its errors and
-    requeues, and for each focus let go the seconds since it was last marked dirty."""
+    requeues, for each focus let go the seconds since it was last marked dirty, in all and until
+    the batch took it (the ``debounce`` stage), and the batch's ``compute`` and ``write`` stages."""
 
     def observe(result: DrainResult) -> None:
         metrics.drain_batches.inc()
@@ -134,8 +141,12 @@ def observed(metrics: WorkMetrics, clock_ms: Callable[[], int]) -> Callable[[Dra
         metrics.rebuild_errors.labels("drain").inc(result.errors)
         metrics.requeued.inc(result.requeued)
         fresh, now_ms = metrics.fresh_s.labels("urgent" if result.urgent else "wide"), clock_ms()
+        waited = metrics.stages.labels("debounce")
         for dirtied_ms in result.dirtied_ms:
             fresh.observe(max(0.0, now_ms - dirtied_ms) / 1000)
+            waited.observe(max(0.0, result.taken_ms - dirtied_ms) / 1000)
+        metrics.stages.labels("compute").observe(max(0.0, result.seconds - result.write_seconds))
+        metrics.stages.labels("write").observe(result.write_seconds)
 
     return observe
 

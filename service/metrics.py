@@ -14,14 +14,24 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-__all__ = ["TOKEN_OUTCOMES", "CdcMetrics", "ReaderMetrics", "WorkMetrics", "http_responses",
-           "token_lookups"]
+__all__ = ["EDIT_STAGES", "TOKEN_OUTCOMES", "CdcMetrics", "ReaderMetrics", "WorkMetrics",
+           "edit_stages", "http_responses", "token_lookups"]
 
 #: What a lookup of a Doughnut access token found (service.users): ``error`` when the database did
 #: not answer.
 TOKEN_OUTCOMES = ("user", "unknown", "expired", "error")
 #: From a focus marked dirty to its snapshot written: debounce, queueing and the rebuild itself.
 _FRESH_BUCKETS_S = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 900.0)
+
+#: An edit's path, stage after stage (docs/architecture.md, "The flow of an edit"): in the process it
+#: arrives at (the webhook's or change capture's) ``outdate`` (its notes' snapshots outdated) and
+#: ``enqueue`` (the event task sent); in a worker ``delivery`` (sent to started), ``resolve`` (the
+#: affected foci found, outdated and marked dirty), ``debounce`` (dirty until a drain takes the
+#: focus: the drain's own message, the debounce, the wait for a free shard), ``compute`` and
+#: ``write`` (the drain batch's computations, and its compare-and-set writes with their race check).
+EDIT_STAGES = ("outdate", "enqueue", "delivery", "resolve", "debounce", "compute", "write")
+_STAGE_BUCKETS_S = (0.0005, 0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.04, 0.05,
+                    0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1.0, 2.0, 5.0, 10.0, 30.0)
 
 _LATENCY_BUCKETS_S = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
                       0.5, 1.0, 2.5)
@@ -130,6 +140,7 @@ class WorkMetrics:
     rebuild_errors: Counter
     requeued: Counter
     fresh_s: Histogram
+    stages: Histogram
 
     @classmethod
     def create(cls, registry: CollectorRegistry | None = None) -> WorkMetrics:
@@ -148,6 +159,7 @@ class WorkMetrics:
             fresh_s=Histogram("graphrag_edit_fresh_seconds", "From a focus marked dirty (by an "
                               "edit's event) to its snapshot written", ["lane"], registry=reg,
                               buckets=_FRESH_BUCKETS_S),
+            stages=edit_stages(reg),
         )
         for path in ("drain", "full"):
             metrics.rebuilt.labels(path)
@@ -155,6 +167,17 @@ class WorkMetrics:
         for lane in ("urgent", "wide"):
             metrics.fresh_s.labels(lane)
         return metrics
+
+
+def edit_stages(registry: CollectorRegistry) -> Histogram:
+    """Seconds an edit spends in each of :data:`EDIT_STAGES` (every stage's series created): the
+    webhook's or change capture's process observes the first two, a worker the others."""
+    histogram = Histogram("graphrag_edit_stage_seconds", "Seconds an edit spends in each stage "
+                          "of its path, from its arrival to its snapshots written",
+                          ["stage"], registry=registry, buckets=_STAGE_BUCKETS_S)
+    for stage in EDIT_STAGES:
+        histogram.labels(stage)
+    return histogram
 
 
 def http_responses(registry: CollectorRegistry) -> Counter:

@@ -72,10 +72,12 @@ class RebuildReport:
     """What a rebuild did.
 
     ``count``: snapshots written (accepted by the CAS); ``errors``: focus id -> message for foci that
-    could not be computed (other than not found); ``seconds``: wall time. ``rejected``: writes and
-    removals the CAS refused (a newer generation exists); ``deleted``: foci found deleted or
-    missing, whose snapshots were removed; ``requeue``: foci to put back into the dirty set, because
-    an edit raced their computation or the CAS refused one of their writes or their removal.
+    could not be computed (other than not found); ``seconds``: wall time, ``write_seconds`` the
+    part spent writing (the compare-and-set writes and removals, and their race check).
+    ``rejected``: writes and removals the CAS refused (a newer generation exists); ``deleted``:
+    foci found deleted or missing, whose snapshots were removed; ``requeue``: foci to put back into
+    the dirty set, because an edit raced their computation or the CAS refused one of their writes
+    or their removal.
     """
 
     count: int
@@ -85,6 +87,7 @@ class RebuildReport:
     deleted: frozenset[int] = frozenset()
     requeue: frozenset[int] = frozenset()
     foci: int = 0
+    write_seconds: float = 0.0
 
     def summary(self) -> str:
         """One line: count, rate, errors (the non-interactive CLI output)."""
@@ -102,6 +105,7 @@ class _Tally:
     errors: dict[int, str] = field(default_factory=dict)
     deleted: set[int] = field(default_factory=set)
     requeue: set[int] = field(default_factory=set)
+    write_seconds: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -164,7 +168,8 @@ def rebuild(
     for epoch in _batches(note_ids, max(epoch_size, batch_size)):
         _rebuild_epoch(service, store, plan, epoch, batch_size, tally, progress, carry, preload)
     return RebuildReport(tally.count, tally.errors, time.perf_counter() - started, tally.rejected,
-                         frozenset(tally.deleted), frozenset(tally.requeue), tally.foci)
+                         frozenset(tally.deleted), frozenset(tally.requeue), tally.foci,
+                         tally.write_seconds)
 
 
 def _batches(note_ids: Iterable[int], size: int) -> Iterable[list[int]]:
@@ -225,9 +230,11 @@ def _rebuild_batch(
             else:
                 envelopes.append(_envelope(result, computed.view, request, strategy,
                                            start.generations[focus], plan))
+    writing = time.perf_counter()
     try:
         written, removed, refused = _store(store, plan, envelopes, missing, start.generations, tally)
         redo = raced(store, written, start.seq, removed)
+        tally.write_seconds += time.perf_counter() - writing
     except CacheUnavailable:
         # the batch fails and is redone; until then nothing it may have written is served
         _outdate_unanswered(store, {env.note_id for env in envelopes} | missing)

@@ -25,6 +25,7 @@ from service.events import record_events
 from service.note_event import NoteEvent
 from service.ports import Lease
 from service.rebuild import RebuildReport, start_full_rebuild
+from tasks.message import SENT_HEADER
 from tasks.runtime import Runtime, current
 
 __all__ = [
@@ -67,10 +68,17 @@ def schedule_drain(rt: Runtime, countdown_s: float | None = None, *, reason: str
 
 @shared_task(name="graphrag.process_events", **DELIVERY)
 def process_events(events: list[dict[str, Any]]) -> int:
-    """Resolve the affected foci of a webhook's events, bump them and mark them dirty."""
+    """Resolve the affected foci of a webhook's events, bump them and mark them dirty; the time the
+    message says it was sent (tasks.message.SENT_HEADER; absent from older ones) times its
+    delivery."""
     rt = current()
+    started, stages = time.perf_counter(), rt.metrics.stages
+    sent_ms = process_events.request.get(SENT_HEADER)
+    if isinstance(sent_ms, int):
+        stages.labels("delivery").observe(max(0, time.time_ns() // 1_000_000 - sent_ms) / 1000)
     affected = record_events([NoteEvent.from_json(e) for e in events], rt.notes, rt.snapshots,
                              rt.dirty, sibling_radius=rt.sibling_radius, now_ms=rt.clock_ms())
+    stages.labels("resolve").observe(time.perf_counter() - started)
     schedule_drain(rt)
     return len(affected)
 

@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import orjson
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -17,7 +18,8 @@ from ops.bench.graph import pages
 from ops.bench.helpers import percentile
 from ops.bench.plan import PAGE, size_name
 from ops.bench.report import render_markdown
-from ops.bench.targets import TARGETS
+from ops.bench.stages import quantile_s
+from ops.bench.targets import TARGETS, TOPOLOGIES
 
 RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
 
@@ -58,15 +60,17 @@ NEWER = frozenset({
     "rebuild.full_speedup.focus-context", "rebuild.full_rows_per_snapshot",
     "memory.focus_context_bytes_per_snapshot", "today.reads.hit_ratio_p50",
     "today.reads.other_limit_ratio_p50", "reader.http_saturation_over_floor",
+    *(f"{section}.{key}" for section, _ in TOPOLOGIES
+      for key in ("p95_over_floor", "first_edit_over_floor")),
 })
 
 
 def test_the_report_renders_every_target_from_the_committed_results() -> None:
     # the full run predates the scale-out sections; the quick run has no 10k -> 1M scaling section
     # (nor today's Doughnut at size: ``today_scale``, a section of the full run newer than it)
-    allowed = {"latest.json": {"scaling", "today_scale"},
+    allowed = {"latest.json": {"scaling", "today_scale", "invalidation_cdc"},
                "full/latest.json": {"scale", "invalidation_rabbitmq", "invalidation_cluster",
-                                    "today_scale", "doughnut_reads"}}
+                                    "today_scale", "doughnut_reads", "invalidation_cdc"}}
     for name, may_lack in allowed.items():
         results = orjson.loads((RESULTS / name).read_bytes())
         markdown = render_markdown(results)
@@ -149,3 +153,13 @@ def test_every_figure_of_the_committed_results_says_which_module_measures_it() -
         assert key.split(".")[0] in where, key  # a sub-key's section has an entry of its own
         assert importlib.util.find_spec(module) is not None, (key, module)
 
+
+
+def test_a_stage_quantile_is_read_from_buckets_as_prometheus_reads_it() -> None:
+    counts = {0.01: 0.0, 0.02: 10.0, 0.05: 20.0, math.inf: 20.0}
+    assert quantile_s(counts, 0.5) == pytest.approx(0.02)
+    assert quantile_s(counts, 0.25) == pytest.approx(0.015)  # linear within (0.01, 0.02]
+    assert quantile_s(counts, 0.95) == pytest.approx(0.02 + 0.03 * 0.9)
+    assert quantile_s({0.01: 2.0, math.inf: 4.0}, 0.9) == 0.01  # in +Inf: the last finite bound
+    assert math.isnan(quantile_s({0.01: 0.0, math.inf: 0.0}, 0.5))
+    assert math.isnan(quantile_s({}, 0.5))

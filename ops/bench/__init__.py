@@ -50,7 +50,10 @@ committed ``benchmarks/results/latest.json`` has an entry and that every module 
     profile.split                                 ops.bench.split        timed in place
     invalidation, invalidation_rabbitmq           ops.bench.invalidation
     invalidation_cluster                          ops.bench.cluster
-    cdc                                           ops.bench.cdc          on ops.bench.binlog's server
+    cdc, invalidation_cdc                         ops.bench.cdc          on ops.bench.binlog's server
+    invalidation.stages, invalidation.floor_ms    ops.bench.stages       each topology's stages, floor
+    invalidation.p95_over_floor                   ops.bench.stages
+    invalidation.first_edit_over_floor            ops.bench.stages
     cdc.mcp_notification                          ops.bench.notify
     cdc.notification_p50_ms                       ops.bench.notify
     cdc.notification_p95_ms                       ops.bench.notify

@@ -29,11 +29,12 @@ import httpx
 
 from ops.bench.binlog import private_binlog_server
 from ops.bench.graph import Graph, open_graph, pages, wiring_for
-from ops.bench.helpers import latency_figures, say, wait_for
-from ops.bench.invalidation import edit_latencies, edit_pairs, set_titles
+from ops.bench.helpers import free_port, latency_figures, rounded, say, wait_for
+from ops.bench.invalidation import edit_floor, edit_latencies, edit_pairs, quiet, set_titles
 from ops.bench.notify import notification_latencies
 from ops.bench.plan import EDIT_MARK, WARMUP_EDITS, Bench, BenchError
 from ops.bench.services import process_group, services
+from ops.bench.stages import stage_watch
 from storage.binlog import current_position
 from storage.database import close_engine
 from storage.redis import probe
@@ -45,8 +46,9 @@ __all__ = ["cdc_section"]
 CDC_NOTES, CDC_FOCI, CDC_BURST = 10_000, 400, 2_000
 
 
-def _cdc_command() -> list[str]:
-    return [sys.executable, "-c", "from worker.cli.main import main; main()", "cdc"]
+def _cdc_command(metrics_port: int | None = None) -> list[str]:
+    port = [] if metrics_port is None else ["--metrics-port", str(metrics_port)]
+    return [sys.executable, "-c", "from worker.cli.main import main; main()", "cdc", *port]
 
 
 def _follows(log: Path) -> bool:
@@ -98,13 +100,17 @@ def _measure(bench: Bench, graph: Graph) -> dict[str, Any]:
         edit_latencies(bench, graph, svc, pairs[:WARMUP_EDITS], http, "hw")
         webhook = latency_figures(*edit_latencies(bench, graph, svc, pairs[WARMUP_EDITS:edits], http,
                                                   "h"))
-        log = Path(tmp) / "cdc.log"
-        with process_group(_cdc_command(), svc.env, log, partial(_follows, log), "graphrag cdc"):
-            edit_latencies(bench, graph, svc, pairs[edits:edits + WARMUP_EDITS], http, "cw",
-                           webhook=False)
-            cdc = latency_figures(*edit_latencies(bench, graph, svc,
-                                                  pairs[edits + WARMUP_EDITS:2 * edits], http, "c",
-                                                  webhook=False))
+        log, port = Path(tmp) / "cdc.log", free_port()
+        with process_group(_cdc_command(port), svc.env, log, partial(_follows, log), "graphrag cdc"):
+            cold, _ = edit_latencies(bench, graph, svc, pairs[edits:edits + WARMUP_EDITS], http,
+                                     "cw", webhook=False)
+            measured = pairs[edits + WARMUP_EDITS:2 * edits]
+            with stage_watch([svc.worker_metrics_url, f"http://127.0.0.1:{port}/metrics"]) as watch:
+                cdc = latency_figures(*edit_latencies(bench, graph, svc, measured, http, "c",
+                                                      webhook=False))
+                quiet(svc, wiring_for(bench, graph, "main"))
+            cdc |= {"warmup_ms": rounded(cold)}
+            cdc |= edit_floor(bench, graph, svc, [e for e, _ in measured], cdc, watch.figures())
             notified = notification_latencies(bench, graph, svc, pairs[2 * edits:],
                                               Path(tmp) / "mcp.log")
         committed_s = _commit_burst(bench, graph, [p[0] for p in pairs])  # while cdc is stopped

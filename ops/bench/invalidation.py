@@ -32,13 +32,14 @@ from ops.bench.helpers import percentile, rounded, say, wait_for
 from ops.bench.plan import EDIT_MARK, WARMUP_EDITS, Bench, BenchError
 from ops.bench.reader import http_section
 from ops.bench.services import Services, broker_idle, services
+from ops.bench.stages import broker_round_trip_ms, floor_figures, rebuild_ms, stage_watch
 from service.envelope import SnapshotKey
 from storage.profiles import admin_2025
 from storage.redis.cache import RedisCache
 from worker.compose import Wiring
 
-__all__ = ["broker_section", "burst", "edit_pairs", "edit_plan", "quiet", "reader_edits",
-           "restore_titles", "services_section", "set_titles", "single_edits"]
+__all__ = ["broker_section", "burst", "edit_floor", "edit_pairs", "edit_plan", "quiet",
+           "reader_edits", "restore_titles", "services_section", "set_titles", "single_edits"]
 
 
 def set_titles(graph: Graph, titles: dict[int, str]) -> None:
@@ -134,15 +135,30 @@ def single_edits(bench: Bench, graph: Graph, svc: Services, pairs: list[tuple[in
                  http: httpx.Client, tag: str = "") -> dict[str, Any]:
     """The first ``WARMUP_EDITS`` (worker processes building their runtime) are reported apart.
     ``tag`` keeps a section's titles apart from an earlier section's, whose snapshots may still
-    show them (restoring the titles in the database sends no event)."""
+    show them (restoring the titles in the database sends no event). With the figures, where the
+    measured edits' time went and the topology's floor (ops.bench.stages)."""
     cold, _ = edit_latencies(bench, graph, svc, pairs[:WARMUP_EDITS], http, f"{tag}w")
-    latencies, timeouts = edit_latencies(bench, graph, svc, pairs[WARMUP_EDITS:], http, f"{tag}s")
+    with stage_watch([svc.worker_metrics_url, f"{svc.base_url}/metrics"]) as watch:
+        latencies, timeouts = edit_latencies(bench, graph, svc, pairs[WARMUP_EDITS:], http,
+                                             f"{tag}s")
+        quiet(svc, wiring_for(bench, graph, "main"))
     bench.samples["invalidation_ms"] = latencies
     say(f"single edits: p50 {percentile(latencies, .5):.0f} ms, p95 {percentile(latencies, .95):.0f} "
         f"ms, {timeouts} timeouts of {len(latencies) + timeouts} (warm-up: {rounded(cold)} ms)")
-    return {"p50_ms": percentile(latencies, .5), "p95_ms": percentile(latencies, .95),
-            "max_ms": max(latencies, default=math.nan), "edits": len(latencies) + timeouts,
-            "timeouts": timeouts, "samples_ms": rounded(latencies), "warmup_ms": rounded(cold)}
+    single = {"p50_ms": percentile(latencies, .5), "p95_ms": percentile(latencies, .95),
+              "max_ms": max(latencies, default=math.nan), "edits": len(latencies) + timeouts,
+              "timeouts": timeouts, "samples_ms": rounded(latencies), "warmup_ms": rounded(cold)}
+    return {**single, **edit_floor(bench, graph, svc, [e for e, _ in pairs[WARMUP_EDITS:]],
+                                   single, watch.figures())}
+
+
+def edit_floor(bench: Bench, graph: Graph, svc: Services, edited: list[int],
+               single: dict[str, Any], stages: dict[str, dict[str, float]]) -> dict[str, Any]:
+    """The stages and the floor keys of ops.bench.stages for a topology's single edits."""
+    wiring = wiring_for(bench, graph, "main")
+    rebuilt = rebuild_ms(wiring, edited[:FLOOR_EDITS])
+    trip = broker_round_trip_ms(svc.env["CELERY_BROKER_URL"])
+    return floor_figures(single, rebuilt, trip, wiring.settings.debounce_ms, stages)
 
 
 def reader_edits(bench: Bench, graph: Graph, svc: Services, pairs: list[tuple[int, int]],
@@ -157,6 +173,10 @@ def reader_edits(bench: Bench, graph: Graph, svc: Services, pairs: list[tuple[in
     return {"reader_p50_ms": percentile(latencies, .5), "reader_p95_ms": percentile(latencies, .95),
             "reader_edits": len(latencies) + timeouts, "reader_timeouts": timeouts,
             "reader_samples_ms": rounded(latencies)}
+
+
+#: edits whose foci are rebuilt in process for the floor (each a few ms to a few tens)
+FLOOR_EDITS = 20
 
 
 def _settled(wiring: Wiring, svc: Services, wanted: dict[int, bytes], peak: list[int]) -> bool:

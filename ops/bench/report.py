@@ -27,7 +27,7 @@ from ops.bench.report_today import (
     today_lines,
     today_scale_lines,
 )
-from ops.bench.targets import TARGETS, Target, finite
+from ops.bench.targets import TARGETS, TOPOLOGIES, Target, finite
 
 __all__ = ["render_markdown", "write_report"]
 
@@ -176,7 +176,29 @@ def invalidation_lines(r: dict[str, Any]) -> list[str]:
             f"Burst: {x['burst_edits']:,} edits over {x['burst_notes']} notes in {x['burst_webhooks']} "
             f"webhooks: {'settled' if x['burst_settled'] else 'not settled'} after "
             f"{fmt(x['burst_1000_s'])} s (dirty set empty, broker idle, a sample of 20 snapshots "
-            f"showing the last titles; dirty-set peak {x['burst_dirty_peak']:,}).", ""]
+            f"showing the last titles; dirty-set peak {x['burst_dirty_peak']:,}).", "",
+            *stage_lines(r)]
+
+
+def stage_lines(r: dict[str, Any]) -> list[str]:
+    """Where an edit's time goes per topology, and its floor (ops.bench.stages)."""
+    shown = [(name, r[section]) for section, name in TOPOLOGIES if "stages" in r.get(section, {})]
+    if not shown:
+        return []
+    stages = list(shown[0][1]["stages"])
+    rows = [[stage, *(f"{fmt(x['stages'][stage]['p50_ms'])} / {fmt(x['stages'][stage]['p95_ms'])}"
+                      for _, x in shown)] for stage in stages]
+    rows += [["commit → fresh", *(f"{fmt(x['p50_ms'])} / {fmt(x['p95_ms'])}" for _, x in shown)],
+             ["floor (rebuild + broker + debounce)",
+              *(f"{fmt(x['floor_ms'])} ({fmt(x['floor_rebuild_ms'])} + "
+                f"{fmt(x['floor_round_trip_ms'])} + {fmt(x['floor_debounce_ms'])})"
+                for _, x in shown)],
+             ["p95 / floor", *(fmt(x["p95_over_floor"]) for _, x in shown)],
+             ["first edit / floor", *(fmt(x["first_edit_over_floor"]) for _, x in shown)]]
+    return ["Where a single edit's time goes, p50 / p95 in ms per stage (from the processes' "
+            "`graphrag_edit_stage_seconds` buckets; `compute` and `write` per drain batch), and "
+            "what it cannot avoid on the same topology (ops/bench/stages.py):", "",
+            *_table(["stage", *(name for name, _ in shown)], rows), ""]
 
 
 def _reader_seen(x: dict[str, Any]) -> list[str]:

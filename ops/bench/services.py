@@ -52,6 +52,8 @@ class Services:
     idle: Callable[[], bool]
     prefix: str
     env: dict[str, str]
+    #: the worker's Prometheus endpoint (``graphrag worker``'s, GRAPHRAG_WORKER_METRICS_PORT)
+    worker_metrics_url: str = ""
 
 
 def broker_idle(svc: Services) -> bool:
@@ -170,14 +172,21 @@ def service_env(bench: Bench, graph: Graph, broker_url: str, token: str, secret:
     return env
 
 
-def _serve_command(port: int) -> list[str]:
+def _graphrag() -> list[str]:
     script = Path(sys.executable).with_name("graphrag")
-    head = [str(script)] if script.exists() else [sys.executable, "-c",
-                                                   "from worker.cli.main import main; main()"]
-    return [*head, "serve", "--host", "127.0.0.1", "--port", str(port)]
+    return [str(script)] if script.exists() else [sys.executable, "-c",
+                                                  "from worker.cli.main import main; main()"]
 
 
-def worker_command(bench: Bench, concurrency: int = 2) -> list[str]:
+def _serve_command(port: int) -> list[str]:
+    return [*_graphrag(), "serve", "--host", "127.0.0.1", "--port", str(port)]
+
+
+def worker_command(bench: Bench, concurrency: int = 2, *, metrics: bool = False) -> list[str]:
+    """Celery's worker command on the app; with ``metrics``, ``graphrag worker`` (the same worker,
+    serving Prometheus metrics on the environment's GRAPHRAG_WORKER_METRICS_PORT)."""
+    if metrics:
+        return [*_graphrag(), "worker", "--concurrency", str(concurrency)]
     return [sys.executable, "-m", "celery", "-A", "worker.celery.app", "worker", "-Q", ",".join(QUEUES),
             "--concurrency", str(concurrency), "--loglevel=info", "--without-gossip",
             "--without-mingle", "--without-heartbeat", "-n", f"bench-{bench.run}-{concurrency}@%h"]
@@ -200,11 +209,13 @@ def services(bench: Bench, graph: Graph, amqp_url: str | None = None) -> Iterato
               else redis_broker(bench.broker_redis_url or bench.redis_url))
     with broker as (broker_url, idle), tempfile.TemporaryDirectory(prefix="graphrag-bench-") as tmp:
         env = service_env(bench, graph, broker_url, token, secret)
-        log = Path(tmp) / "worker.log"
-        with process_group(worker_command(bench), env, log, partial(says_ready, log),
-                           "the Celery worker"), \
+        log, metrics_port = Path(tmp) / "worker.log", free_port()
+        with process_group(worker_command(bench, metrics=True),
+                           {**env, "GRAPHRAG_WORKER_METRICS_PORT": str(metrics_port)}, log,
+                           partial(says_ready, log), "the Celery worker"), \
                 process_group(_serve_command(port), env, Path(tmp) / "serve.log",
                               lambda: _healthy(base_url), "graphrag serve"):
             say(f"Celery worker (2 processes, broker {broker_url.split(':', 1)[0]}) and graphrag "
                 f"serve on port {port} are up")
-            yield Services(base_url, token, secret, idle, bench.prefix("main"), env)
+            yield Services(base_url, token, secret, idle, bench.prefix("main"), env,
+                           f"http://127.0.0.1:{metrics_port}/metrics")

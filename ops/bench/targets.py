@@ -16,9 +16,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["TARGETS", "Target", "at", "finite", "scaling_spread", "today_scaling_spread"]
+__all__ = ["TARGETS", "TOPOLOGIES", "Target", "at", "finite", "scaling_spread", "today_scaling_spread"]
 
 KB = 1024
+#: the sections of an edit's path per topology (ops.bench.stages), as the report names them
+TOPOLOGIES = (("invalidation", "single Redis"), ("invalidation_cdc", "change capture"),
+              ("invalidation_cluster", "Redis Cluster"), ("invalidation_rabbitmq", "RabbitMQ"))
 
 
 @dataclass(frozen=True)
@@ -108,6 +111,10 @@ TARGETS = (
            "ms", at("invalidation_rabbitmq.p95_ms")),
     Target("single-edit invalidation p95, Redis Cluster", "invalidation_cluster.p95_ms", "<=", 250,
            "ms", at("invalidation_cluster.p95_ms")),
+    *(Target(f"single-edit p95 / its floor, {name}", f"{section}.p95_over_floor", "<=", 2, "×",
+             at(f"{section}.p95_over_floor")) for section, name in TOPOLOGIES),
+    *(Target(f"first edit after a start / its floor, {name}", f"{section}.first_edit_over_floor",
+             "<=", 2, "×", at(f"{section}.first_edit_over_floor")) for section, name in TOPOLOGIES),
     Target("commit → MCP notification p95 (change capture)", "cdc.notification_p95_ms", "<", 1000, "ms",
            at("cdc.notification_p95_ms")),
     Target("drain speed-up, 2 worker processes over 1", "scale.drain_speedup_2_vs_1", ">=", 1.7, "×",

@@ -73,6 +73,10 @@ FRESHNESS = (
     Chart("Oldest dirty focus", "s", [("max(graphrag_dirty_oldest_seconds)", "waited")]),
     Chart("Edit to fresh", "s", quantiles("graphrag_edit_fresh_seconds", "lane"),
           "From a focus marked dirty by an edit's event to its snapshot written, by lane."),
+    Chart("Edit stages", "s", quantiles("graphrag_edit_stage_seconds", "stage"),
+          "Where an edit's time goes, stage by stage: outdate and enqueue where it arrived (the "
+          "webhook or change capture), then delivery, resolve, debounce, compute and write in "
+          "the workers."),
 )
 READS = (
     Chart("Reads by source", "reqps", [rates("graphrag_read_seconds_count", "source")]),

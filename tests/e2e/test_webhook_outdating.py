@@ -7,6 +7,7 @@ fails the delivery.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +18,12 @@ from prometheus_client import CollectorRegistry
 from graphrag.core.errors import CacheUnavailable
 from service.envelope import SnapshotKey
 from service.events import outdate_shown
+from service.metrics import EDIT_STAGES, edit_stages
 from storage.database import open_engine
 from storage.profiles.admin_2025 import create_tables
 from storage.redis.cache import RedisCache
 from storage.redis.coordination import RedisCoordination
+from tasks.message import SENT_HEADER
 from tests.contracts.cache_contract import envelope
 from tests.e2e.webhook_support import (
     MAX_EVENTS,
@@ -34,7 +37,7 @@ from tests.e2e.webhook_support import (
     reader_on,
     signed,
 )
-from worker.enqueue import outdating
+from worker.enqueue import celery_enqueuer, outdating
 from worker.http.app import create_app
 from worker.http.webhook import WebhookReceiver
 
@@ -100,3 +103,29 @@ def test_outdating_precedes_the_enqueue_and_its_failure_never_fails_the_delivery
         recorder.down = False
         assert post(client, body, signed(body)).status_code == 202
     assert asked == [[5, 6], [5, 6]] and recorder.calls == [orjson.loads(body)["events"]]
+
+
+class Sent:
+    """What a broker was handed: the task's name, its arguments and options."""
+
+    def __init__(self) -> None:
+        self.tasks: list[tuple[str, dict[str, Any]]] = []
+
+    def send_task(self, name: str, **options: Any) -> None:
+        self.tasks.append((name, options))
+
+
+def test_an_arriving_edit_times_its_outdating_and_its_message_says_when_it_was_sent() -> None:
+    registry, broker = CollectorRegistry(), Sent()
+    stages = edit_stages(registry)
+    enqueue = outdating(celery_enqueuer(broker, stages), lambda ids: None, stages)  # type: ignore[arg-type]
+    before_ms = time.time_ns() // 1_000_000
+    enqueue([{"type": "note.updated", "noteId": 7}])
+    enqueue([{"type": "folder.renamed", "folderId": 3}])  # (no note to outdate)
+    assert [name for name, _ in broker.tasks] == ["graphrag.process_events"] * 2
+    sent_ms = broker.tasks[0][1]["headers"][SENT_HEADER]
+    assert before_ms <= sent_ms <= time.time_ns() // 1_000_000
+    counts = {stage: registry.get_sample_value("graphrag_edit_stage_seconds_count",
+                                               {"stage": stage}) for stage in EDIT_STAGES}
+    assert counts == {"outdate": 1, "enqueue": 2, "delivery": 0, "resolve": 0, "debounce": 0,
+                      "compute": 0, "write": 0}

@@ -135,6 +135,8 @@ def test_every_metric_the_rules_and_the_dashboard_name_is_exported(stack: Stack)
     assert "graphrag_http_responses_total" in scraped["graphrag-http"]
     assert "graphrag_edit_fresh_seconds_bucket" in scraped["graphrag-worker"]
     assert "graphrag_cdc_behind_seconds" in scraped["graphrag-cdc"]
+    for job in ("graphrag-worker", "graphrag-cdc", "graphrag-http"):
+        assert "graphrag_edit_stage_seconds_bucket" in scraped[job]
 
 
 def test_the_worker_adds_up_what_its_pool_processes_counted(stack: Stack) -> None:
@@ -142,9 +144,14 @@ def test_the_worker_adds_up_what_its_pool_processes_counted(stack: Stack) -> Non
     doughnut.rename(doughnut.notes()[2])  # committed: change capture announces it
 
     def counted() -> bool:
+        stages = "graphrag_edit_stage_seconds_count"
         return (stack.sample("graphrag-worker", "graphrag_drain_batches_total") > 0
                 and stack.sample("graphrag-worker", "graphrag_edit_fresh_seconds_count",
-                                 lane="urgent") > 0)
+                                 lane="urgent") > 0
+                and all(stack.sample("graphrag-cdc", stages, stage=s) > 0
+                        for s in ("outdate", "enqueue"))  # where the edit arrived
+                and all(stack.sample("graphrag-worker", stages, stage=s) > 0
+                        for s in ("delivery", "resolve", "debounce", "compute", "write")))
 
     wait_until(counted, timeout_s=120, what="the worker's scrape counts the edit's drain",
                details=lambda: stack.scrape("graphrag-worker")[-3000:], interval_s=0.2)

@@ -40,6 +40,14 @@ def test_a_drain_session_counts_its_batches_and_how_long_each_focus_waited(world
     assert got[("graphrag_edit_fresh_seconds_bucket", (*urgent, ("le", "1.0")))] == 0
     assert got[("graphrag_edit_fresh_seconds_bucket", (*urgent, ("le", "2.5")))] == 3
     assert got[("graphrag_edit_fresh_seconds_count", (("lane", "wide"),))] == 0
+    stage = "graphrag_edit_stage_seconds"
+    assert got[(f"{stage}_count", (("stage", "debounce"),))] == 3  # each focus: dirty until taken
+    assert got[(f"{stage}_sum", (("stage", "debounce"),))] == 6.0
+    assert got[(f"{stage}_count", (("stage", "compute"),))] == 1  # the batch
+    assert got[(f"{stage}_count", (("stage", "write"),))] == 1
+    assert got[(f"{stage}_sum", (("stage", "compute"),))] > 0
+    assert got[(f"{stage}_sum", (("stage", "write"),))] > 0
+    assert got[(f"{stage}_count", (("stage", "delivery"),))] == 0  # (the event task's, not here)
 
 
 def collector(world: World, progress: MemoryProgress) -> StateCollector:

@@ -36,7 +36,7 @@ from prometheus_client import CollectorRegistry, start_http_server
 from graphrag import GraphRagError
 from service.cdc import WATCHED, events_of, touches_access
 from service.events import outdate_shown
-from service.metrics import CdcMetrics
+from service.metrics import CdcMetrics, edit_stages
 from service.ports import Lease, PositionStore
 from storage.binlog import (
     BinlogPosition,
@@ -133,7 +133,7 @@ def run_cdc(settings: Settings, stop: threading.Event, metrics_port: int | None 
     if settings.cdc_database_url is not None:  # its own user (REPLICATION SLAVE, CLIENT)
         settings = settings.model_copy(update={"database_url": settings.cdc_database_url})
     registry = CollectorRegistry()
-    metrics = CdcMetrics.create(registry)
+    metrics, stages = CdcMetrics.create(registry), edit_stages(registry)
     if metrics_port is not None:
         start_http_server(metrics_port, registry=registry)
     wiring = Wiring(settings)
@@ -151,7 +151,8 @@ def run_cdc(settings: Settings, stop: threading.Event, metrics_port: int | None 
 
     capture = Capture(settings.database_url, settings.cdc_server_id, model,
                       RedisPositions(wiring.client, wiring.keys),
-                      outdating(celery_enqueuer(celery), lambda ids: outdate_shown(ids, wiring.cache)),
+                      outdating(celery_enqueuer(celery, stages),
+                                lambda ids: outdate_shown(ids, wiring.cache), stages),
                       full_rebuild, settings.webhook_max_events, stop, metrics,
                       on_access=RedisAccessEpoch(wiring.client, wiring.keys).bump)
     server = partial(_server_position, settings.database_url)

@@ -8,13 +8,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from celery import Celery
-from prometheus_client import CollectorRegistry, Gauge
+from prometheus_client import CollectorRegistry, Gauge, Histogram
 from starlette.types import ASGIApp
 
 from graphrag import GraphRagError
 from graphrag.core.errors import ConfigurationError
 from service.events import outdate_shown
-from service.metrics import ReaderMetrics, http_responses, session_lookups, token_lookups
+from service.metrics import (
+    ReaderMetrics,
+    edit_stages,
+    http_responses,
+    session_lookups,
+    token_lookups,
+)
 from service.ports import NoteSource, SnapshotCache
 from service.sessions import Viewers
 from worker.celery_app import create_celery
@@ -91,7 +97,7 @@ def build_http_apps(settings: Settings, *, redis_client: Any = None,
         lambda: float(wiring.feed.reason() is not None))
     auth, responses = _doughnut_auth(settings, wiring, registry, token), http_responses(registry)
     app = create_app(reader, reader_token=token or None, registry=registry,
-                     webhook=_webhook(settings, wiring, celery),
+                     webhook=_webhook(settings, wiring, celery, edit_stages(registry)),
                      health=health_of(wiring.cache, wiring.source,
                                       lambda: wiring.feed.reason() or wiring.unfollowed()),
                      doughnut=auth)
@@ -119,12 +125,15 @@ def _checked_token(settings: Settings) -> str:
     return token
 
 
-def _webhook(settings: Settings, wiring: Wiring, celery: Celery | None) -> WebhookReceiver | None:
+def _webhook(settings: Settings, wiring: Wiring, celery: Celery | None,
+             stages: Histogram) -> WebhookReceiver | None:
+    """The webhook's receiver, timing the stages of an edit it takes part in (none without a
+    secret: the series stay at 0)."""
     if settings.webhook_secret is None:
         return None
     return WebhookReceiver(settings.webhook_secret.get_secret_value(), wiring.coordination,
-                           outdating(celery_enqueuer(celery or create_celery(settings)),
-                                     lambda ids: outdate_shown(ids, wiring.cache)),
+                           outdating(celery_enqueuer(celery or create_celery(settings), stages),
+                                     lambda ids: outdate_shown(ids, wiring.cache), stages),
                            max_events=settings.webhook_max_events, model=wiring.known_model)
 
 

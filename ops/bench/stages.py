@@ -1,0 +1,172 @@
+"""Where an edit's time goes, and what it cannot avoid: the stages and the floor of one topology.
+
+**Stages.** The processes an edit passes through export ``graphrag_edit_stage_seconds{stage}``
+(service.metrics.EDIT_STAGES): the one it arrives at (``graphrag serve`` for a webhook, ``graphrag
+cdc`` for change capture) and the worker. :class:`StageWatch` scrapes them before and after a run of
+edits and estimates each stage's p50 and p95 from the buckets the run added, as Prometheus's
+``histogram_quantile`` does (linear within a bucket), so a figure is as fine as the buckets around
+it (a few ms below 50 ms).
+
+**The floor.** What an edit cannot avoid on the same topology, measured in the same run:
+
+* the same foci computed and written in process: the edit's affected foci, resolved as the worker
+  resolves them (service.events), rebuilt in the drain's order (the urgent ones, then the rest);
+* one publish → consume round trip on the same broker (kombu, a queue of its own);
+* the configured debounce.
+
+``floor_ms`` is the p50 over the run's edits of their own rebuild plus the p50 round trip plus the
+debounce; ``p95_over_floor`` the run's commit-to-fresh p95 over it, ``first_edit_over_floor`` the
+first edit after the worker started over it.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import httpx
+from kombu.connection import Connection
+from prometheus_client.parser import text_string_to_metric_families
+
+from ops.bench.helpers import percentile, ratio, say
+from service.events import RESOLVERS, sibling_radius
+from service.metrics import EDIT_STAGES
+from service.note_event import NoteEvent
+from worker.compose import Wiring
+
+__all__ = ["StageWatch", "broker_round_trip_ms", "floor_figures", "quantile_s", "rebuild_ms",
+           "stage_watch"]
+
+HISTOGRAM = "graphrag_edit_stage_seconds"
+ROUND_TRIPS = 30
+#: bucket upper bounds (s) -> cumulative count, per stage
+Buckets = dict[str, dict[float, float]]
+
+
+def _scrape(url: str) -> Buckets:
+    """Every stage's cumulative bucket counts at ``url`` (empty when it cannot be read)."""
+    try:
+        text = httpx.get(url, timeout=5).text
+    except httpx.HTTPError:
+        return {}
+    out: Buckets = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == f"{HISTOGRAM}_bucket":
+                stage = out.setdefault(sample.labels["stage"], {})
+                bound = float(sample.labels["le"])
+                stage[bound] = stage.get(bound, 0.0) + sample.value
+    return out
+
+
+def _added(before: Buckets, after: Buckets) -> Buckets:
+    return {stage: {le: n - before.get(stage, {}).get(le, 0.0) for le, n in counts.items()}
+            for stage, counts in after.items()}
+
+
+def quantile_s(counts: dict[float, float], q: float) -> float:
+    """``histogram_quantile(q, ...)`` over cumulative bucket counts: linear within the bucket the
+    rank falls in (from 0 in the first); NaN without samples; the last finite bound when the rank
+    falls in ``+Inf``."""
+    bounds = sorted(counts)
+    total = counts.get(math.inf, counts[bounds[-1]] if bounds else 0.0)
+    if total <= 0:
+        return math.nan
+    rank, lower, below = q * total, 0.0, 0.0
+    for bound in bounds:
+        if counts[bound] >= rank:
+            if math.isinf(bound):
+                return lower
+            inside = counts[bound] - below
+            return lower + (bound - lower) * ((rank - below) / inside if inside else 1.0)
+        lower, below = bound, counts[bound]
+    return lower
+
+
+class StageWatch:
+    """The stage histograms of some processes, read at :meth:`start` and at :meth:`figures`."""
+
+    def __init__(self, urls: Sequence[str]) -> None:
+        self.urls, self.before = list(urls), [dict[str, dict[float, float]]() for _ in urls]
+
+    def start(self) -> None:
+        self.before = [_scrape(url) for url in self.urls]
+
+    def figures(self) -> dict[str, dict[str, float]]:
+        """Per stage: p50_ms, p95_ms and how many observations the run added (all processes)."""
+        added: Buckets = {}
+        for url, before in zip(self.urls, self.before, strict=True):
+            for stage, counts in _added(before, _scrape(url)).items():
+                into = added.setdefault(stage, {})
+                for le, n in counts.items():
+                    into[le] = into.get(le, 0.0) + n
+        return {stage: {"p50_ms": quantile_s(added.get(stage, {}), .5) * 1000,
+                        "p95_ms": quantile_s(added.get(stage, {}), .95) * 1000,
+                        "count": added.get(stage, {}).get(math.inf, 0.0)}
+                for stage in EDIT_STAGES}
+
+
+@contextmanager
+def stage_watch(urls: Sequence[str]) -> Iterator[StageWatch]:
+    watch = StageWatch(urls)
+    watch.start()
+    yield watch
+
+
+def broker_round_trip_ms(broker_url: str, count: int = ROUND_TRIPS) -> float:
+    """The p50 of ``count`` publish → consume round trips through a queue of the bench's own on
+    the broker (deleted after)."""
+    times: list[float] = []
+    with Connection(broker_url) as connection:  # type: ignore[no-untyped-call]
+        queue = connection.SimpleQueue(f"graphrag-bench-rtt-{uuid.uuid4().hex[:8]}")
+        try:
+            for i in range(count):
+                started = time.perf_counter()
+                queue.put({"i": i})
+                queue.get(block=True, timeout=10).ack()
+                times.append((time.perf_counter() - started) * 1000)
+        finally:
+            queue.queue.delete()
+            queue.close()
+    return percentile(times, .5)
+
+
+def rebuild_ms(wiring: Wiring, edited: Sequence[int]) -> list[float]:
+    """Per edited note: ms to rebuild, in process, the foci its ``note.updated`` event affects, the
+    urgent ones first as a drain takes them."""
+    resolve = RESOLVERS[wiring.source.model]
+    radius = sibling_radius(wiring.strategies())
+    out: list[float] = []
+    for note_id in edited:
+        event = NoteEvent.from_json({"type": "note.updated", "noteId": note_id})
+        urgent, affected = resolve([event], wiring.source, wiring.cache, radius)
+        started = time.perf_counter()
+        for part in (sorted(urgent), sorted(affected - urgent)):
+            if part:
+                wiring.rebuild(part)
+        out.append((time.perf_counter() - started) * 1000)
+    return out
+
+
+def floor_figures(single: dict[str, Any], rebuilt_ms: Sequence[float], round_trip_ms: float,
+                  debounce_ms: int, stages: dict[str, dict[str, float]]) -> dict[str, Any]:
+    """The keys of the module docstring, beside a topology's single-edit figures."""
+    floor = percentile(rebuilt_ms, .5) + round_trip_ms + debounce_ms
+    first = single.get("warmup_ms") or [math.nan]
+    figures = {"stages": stages, "floor_ms": floor, "floor_rebuild_ms": percentile(rebuilt_ms, .5),
+               "floor_round_trip_ms": round_trip_ms, "floor_debounce_ms": debounce_ms,
+               "p95_over_floor": ratio(single["p95_ms"], floor),
+               "first_edit_over_floor": ratio(first[0], floor)}
+    say(f"edit stages: {_line(stages)}; floor {floor:.0f} ms (rebuild "
+        f"{figures['floor_rebuild_ms']:.0f} + broker {round_trip_ms:.1f} + debounce {debounce_ms}); "
+        f"p95 {figures['p95_over_floor']:.2f}× the floor, first edit "
+        f"{figures['first_edit_over_floor']:.2f}×")
+    return figures
+
+
+def _line(stages: dict[str, dict[str, float]]) -> str:
+    return ", ".join(f"{stage} {v['p50_ms']:.1f}/{v['p95_ms']:.1f}" for stage, v in stages.items())
