@@ -47,7 +47,7 @@ from service.envelope import Envelope, Fact, SnapshotKey, key_limit
 from service.ports import SnapshotCache
 
 __all__ = [
-    "BATCH_SIZE", "EPOCH_SIZE", "FULL_REBUILD", "RebuildReport", "raced", "rebuild",
+    "BATCH_SIZE", "EPOCH_SIZE", "FULL_REBUILD", "RebuildReport", "raced", "rebuild", "rehearse",
     "start_full_rebuild",
 ]
 
@@ -170,6 +170,24 @@ def rebuild(
     return RebuildReport(tally.count, tally.errors, time.perf_counter() - started, tally.rejected,
                          frozenset(tally.deleted), frozenset(tally.requeue), tally.foci,
                          tally.write_seconds)
+
+
+def rehearse(
+    service: ContextService, store: SnapshotCache, note_ids: Sequence[int], *,
+    strategies: Sequence[str], seeds: Sequence[int], max_token_limit: int,
+    layered_limits: Sequence[int] = (2500, 5000), now_ms: int,
+) -> None:
+    """What a rebuild of ``note_ids`` reads and computes, writing nothing: a worker process does
+    it before its first task, so that the first edit does not pay for the first connections, the
+    cache's scripts and the first computation's statements (compiled once per process)."""
+    if not note_ids:
+        return
+    plan = _Plan(tuple(strategies), tuple(seeds), max_token_limit, tuple(layered_limits), now_ms,
+                 {})
+    store.generations(note_ids)
+    store.dependents(note_ids)  # (the first pipeline loads the cache's scripts)
+    for strategy in plan.strategies:
+        service.compute_many(plan.requests(strategy, note_ids), strategy)
 
 
 def _batches(note_ids: Iterable[int], size: int) -> Iterable[list[int]]:

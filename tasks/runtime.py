@@ -51,6 +51,8 @@ class Runtime:
     #: itself after fork: under ``graphrag worker``'s metrics endpoint each pool process writes its
     #: own file, which the main process adds up at every scrape (worker.celery.metrics).
     metrics: WorkMetrics = field(default_factory=WorkMetrics.create)
+    #: what a rebuild reads and computes, writing nothing: run before the process's first task
+    rehearse: Callable[[], None] = lambda: None
 
 
 _factory: Callable[[], Runtime] | None = None

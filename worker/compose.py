@@ -33,7 +33,7 @@ from service.full_rebuild import rebuild_pieces
 from service.metrics import ReaderMetrics
 from service.ports import NoteSource, TokenOwner
 from service.reader import ReaderConfig, SnapshotReader
-from service.rebuild import RebuildReport, rebuild
+from service.rebuild import RebuildReport, rebuild, rehearse
 from service.sessions import SessionBook
 from service.users import TokenBook
 from storage.database import open_engine
@@ -271,6 +271,13 @@ class Wiring:
                        seeds=s.seeds, max_token_limit=s.max_token_limit,
                        layered_limits=s.layered_limits, now_ms=wall_ms(),
                        epoch_size=s.rebuild_page, progress=progress, carry=carry or self.carry())
+
+    def rehearse(self) -> None:
+        """Everything a rebuild of the first live note does but write (service.rebuild.rehearse)."""
+        s = self.settings
+        rehearse(self.service, self.cache, self.source.live_ids_after(0, 1),
+                 strategies=self.strategies(), seeds=s.seeds, max_token_limit=s.max_token_limit,
+                 layered_limits=s.layered_limits, now_ms=wall_ms())
 
     def rebuild_piece(self, note_ids: list[int], *,
                       progress: Callable[[int], None] | None = None) -> RebuildReport:

@@ -130,6 +130,7 @@ def broker_round_trip_ms(broker_url: str, count: int = ROUND_TRIPS) -> float:
                 queue.get(block=True, timeout=10).ack()
                 times.append((time.perf_counter() - started) * 1000)
         finally:
+            queue.consumer.cancel()  # (before the deletion, which RabbitMQ answers by cancelling)
             queue.queue.delete()
             queue.close()
     return percentile(times, .5)

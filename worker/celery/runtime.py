@@ -110,19 +110,22 @@ def runtime_of(wiring: Wiring, celery: Celery) -> Runtime:
         sibling_radius=sibling_radius(wiring.strategies()),
         debounce_ms=settings.debounce_ms, max_bulk_backlog=settings.max_bulk_backlog,
         rebuild_page=settings.rebuild_page, rebuild_piece_notes=settings.rebuild_piece_notes,
-        subsecond_countdowns=not is_amqp(settings.broker_url),
+        subsecond_countdowns=not is_amqp(settings.broker_url), rehearse=wiring.rehearse,
     )
 
 
 @worker_process_init.connect
 def _warm_up(**_: object) -> None:
-    """Build the runtime (engine, Redis client, tiktoken's encoding) before the first task, then
-    freeze what the process holds by now: it lives as long as the process, and the cycle
-    collector's full passes (~50 ms each over a worker's ~80,000 startup objects) skip it."""
+    """Build the runtime (engine, Redis client, tiktoken's encoding) and rehearse a rebuild (the
+    first connections, the cache's scripts, one computation's statements; nothing written) before
+    the first task, then freeze what the process holds by now: it lives as long as the process,
+    and the cycle collector's full passes (~50 ms each over a worker's ~80,000 startup objects)
+    skip it."""
     try:
-        current()
+        current().rehearse()
     except Exception as err:  # it resurfaces, with retries, in the first task that needs it
         log.warning("worker runtime not ready yet: %s", err)
+    gc.collect()  # (the rehearsal's garbage goes now; what is left is kept for good)
     gc.freeze()
 
 
