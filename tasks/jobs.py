@@ -75,7 +75,7 @@ def process_events(events: list[dict[str, Any]]) -> int:
     started, stages = time.perf_counter(), rt.metrics.stages
     sent_ms = process_events.request.get(SENT_HEADER)
     if isinstance(sent_ms, int):
-        stages.labels("delivery").observe(max(0, time.time_ns() // 1_000_000 - sent_ms) / 1000)
+        stages.labels("delivery").observe(max(0, rt.clock_ms() - sent_ms) / 1000)
     affected = record_events([NoteEvent.from_json(e) for e in events], rt.notes, rt.snapshots,
                              rt.dirty, sibling_radius=rt.sibling_radius, now_ms=rt.clock_ms())
     stages.labels("resolve").observe(time.perf_counter() - started)

@@ -19,17 +19,17 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 from celery import Celery
 from kombu.exceptions import OperationalError
-from prometheus_client import Histogram
+from prometheus_client import CollectorRegistry, Histogram
 
+from service.metrics import edit_stages
 from tasks.message import SENT_HEADER
 
-__all__ = ["Enqueue", "EnqueueFailed", "celery_enqueuer", "outdating", "timed"]
+__all__ = ["Enqueue", "EnqueueFailed", "celery_enqueuer", "outdating"]
 
 log = logging.getLogger("graphrag.server")
 #: Hands a delivery's events on to the event task (raises EnqueueFailed when it cannot).
@@ -40,24 +40,19 @@ class EnqueueFailed(Exception):
     """The broker did not take the message."""
 
 
-@contextmanager
-def timed(stages: Histogram | None, stage: str) -> Iterator[None]:
-    """Observe the block's seconds as ``stage`` of an edit's path (nothing without ``stages``)."""
-    started = time.perf_counter()
-    try:
-        yield
-    finally:
-        if stages is not None:
-            stages.labels(stage).observe(time.perf_counter() - started)
+def _or_unscraped(stages: Histogram | None) -> Histogram:
+    return stages if stages is not None else edit_stages(CollectorRegistry())
 
 
 def celery_enqueuer(celery: Celery, stages: Histogram | None = None) -> Enqueue:
     """Send the events task by name, with the wall-clock time it was sent; a broker that does not
-    take it raises EnqueueFailed."""
+    take it raises EnqueueFailed. ``stages`` (service.metrics.edit_stages; else one nobody
+    scrapes) times the sending."""
+    sending = _or_unscraped(stages).labels("enqueue")
 
     def enqueue(events: list[dict[str, Any]]) -> None:
         try:
-            with timed(stages, "enqueue"):
+            with sending.time():
                 celery.send_task("graphrag.process_events", args=[events], queue="realtime",
                                  headers={SENT_HEADER: time.time_ns() // 1_000_000}, retry=False)
         except (OperationalError, OSError) as err:
@@ -80,11 +75,13 @@ def outdating(enqueue: Enqueue, outdate: Callable[[list[int]], object],
     broker refuses (503, the sender retries) outdates too. Best effort: a failure is logged and
     the event task bumps them anyway."""
 
+    outdated = _or_unscraped(stages).labels("outdate")
+
     def outdate_then_enqueue(events: list[dict[str, Any]]) -> None:
         ids = [e["noteId"] for e in events if e.get("noteId") is not None]
         if ids:
             try:
-                with timed(stages, "outdate"):
+                with outdated.time():
                     outdate(ids)
             except Exception:  # best effort: the event task outdates them too
                 log.exception("could not outdate the snapshots of %d edited notes at once (their "

@@ -107,7 +107,7 @@ class LiveReads:
     def compute(self, ask: Ask, *, write: bool) -> Served:
         """Compute now; with ``write``, store the snapshot-sized result through the CAS."""
         generation = self._generation(ask.note_id) if write else 0
-        seq = self._seq() if write else None  # read before the database (docs/redis.md)
+        seq = self.edit_seq() if write else None  # read before the database (docs/redis.md)
         request = self._request(ask, self.clock_ms(), write=write)
         started = time.perf_counter()
         outcome, view = self._compute(request, ask.strategy)
@@ -140,7 +140,9 @@ class LiveReads:
         return Envelope.of(outcome, view, request, strategy=ask.strategy, generation=0,
                            computed_at_ms=request.now_ms, config_hash=self.config_hashes[ask.strategy])
 
-    def _seq(self) -> int | None:
+    def edit_seq(self) -> int | None:
+        """The edit sequence, read before a computation reads the database; None when the cache
+        cannot say (what is computed then is never kept)."""
         try:
             return self.store.current_seq()
         except CacheUnavailable:

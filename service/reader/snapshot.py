@@ -93,7 +93,7 @@ class SnapshotReader:
         #: parsed traces of snapshots read before (service.reader.traces)
         self.traces = ParsedTraces(config.parsed_traces)
         #: another viewer's reads, remembered while access holds (service.access)
-        self.viewers = ViewerReads(service.store, store, self.live, self.metrics, epoch=epoch,
+        self.viewers = ViewerReads(service.store, self.live, self.metrics, epoch=epoch,
                                    clock_ms=lambda: time.monotonic_ns() // 1_000_000,
                                    ttl_ms=verdict_ttl_ms)
 

@@ -36,7 +36,7 @@ from service.access import Remembered
 from service.answers import Ask, envelope_body
 from service.envelope import Envelope, Fact, SnapshotKey
 from service.metrics import ReaderMetrics
-from service.ports import NoteSource, SnapshotCache
+from service.ports import NoteSource
 from service.reader.live import LiveReads
 from service.reader.served import Served, as_served
 from service.viewers import same_view
@@ -58,10 +58,9 @@ Verdict = tuple[SnapshotKey, int, int, Viewer]
 class ViewerReads:
     """Serves another viewer's read of a current, fresh snapshot (module docstring)."""
 
-    def __init__(self, source: NoteSource, cache: SnapshotCache, live: LiveReads,
-                 metrics: ReaderMetrics, *, epoch: Callable[[], int], clock_ms: Callable[[], int],
-                 ttl_ms: int | None) -> None:
-        self.source, self.cache, self.live, self.metrics = source, cache, live, metrics
+    def __init__(self, source: NoteSource, live: LiveReads, metrics: ReaderMetrics, *,
+                 epoch: Callable[[], int], clock_ms: Callable[[], int], ttl_ms: int | None) -> None:
+        self.source, self.live, self.metrics = source, live, metrics
         self.verdicts: Remembered[str] = Remembered(epoch=epoch, clock_ms=clock_ms, ttl_ms=ttl_ms)
         self.kept_ms = VIEW_KEPT_MS if ttl_ms is None else min(ttl_ms, VIEW_KEPT_MS)
         self.views: Remembered[Envelope] = Remembered(epoch=epoch, clock_ms=clock_ms,
@@ -104,7 +103,7 @@ class ViewerReads:
     def _own(self, envelope: Envelope, key: Verdict, ask: Ask) -> Served:
         """Their own view, computed now (none is kept for ``key``), kept when it is covered."""
         epoch, at_ms = self.views.started()
-        seq = self._seq()  # before the database (the edit race, module docstring)
+        seq = self.live.edit_seq()  # before the database (the edit race, module docstring)
         self.metrics.viewer_live.inc()
         try:
             own = self.live.view(ask)
@@ -116,12 +115,6 @@ class ViewerReads:
             self.views.put(key, own, epoch=epoch, at_ms=at_ms)
         return as_served(envelope_body(own, ask), "live", own.computed_at_ms, own.computed_at_ms)
 
-    def _seq(self) -> int | None:
-        try:
-            return self.cache.current_seq()
-        except CacheUnavailable:
-            return None
-
     def _watched(self, note_id: int, beyond: set[Fact], seq: int | None) -> bool:
         """Whether an event on any fact of ``beyond`` (read by a view, not by the owner's
         snapshot) now outdates the note, none of them edited since ``seq``."""
@@ -130,8 +123,9 @@ class ViewerReads:
         if seq is None:
             return False
         try:
-            self.cache.watch_view(note_id, beyond, ttl_ms=self.kept_ms + _WATCH_MARGIN_MS)
-            return not self.cache.touched_since(beyond, seq)
+            cache = self.live.store
+            cache.watch_view(note_id, beyond, ttl_ms=self.kept_ms + _WATCH_MARGIN_MS)
+            return not cache.touched_since(beyond, seq)
         except CacheUnavailable:
             return False
 
