@@ -31,10 +31,11 @@ from graphrag.core.errors import CacheUnavailable, Forbidden, Unavailable
 from graphrag.wiki.model import Viewer
 from service.reader import Served, SnapshotReader
 from worker.gate import BearerGate
-from worker.http.conditional import validators
+from worker.http.conditional import url_path, validators
 from worker.http.doughnut_paths import GRAPH as DOUGHNUT_GRAPH
 from worker.http.doughnut_paths import PATHS as DOUGHNUT_PATHS
 from worker.http.doughnut_paths import DoughnutAuth, DoughnutQuery, install
+from worker.http.front import Fronted
 from worker.http.hot import HotReads
 from worker.http.webhook import MAX_BODY_BYTES, WebhookReceiver
 
@@ -100,7 +101,7 @@ def respond(request: HttpRequest, served: Served, media_type: str = "application
     headers = {"X-Graphrag-Source": served.source, "X-Graphrag-Age": str(int(served.age_s))}
     if served.reason is not None:
         headers["X-Graphrag-Reason"] = served.reason
-    tags = validators(body, request.url.path, request.query_params,
+    tags = validators(body, url_path(request.scope), request.query_params,
                       computed_s=served.computed_at_ms / 1000)
     headers.update(tags.headers)
     if tags.not_modified(request.headers.get("if-none-match")):
@@ -112,7 +113,7 @@ def create_app(
     reader: SnapshotReader, *, reader_token: str | None, registry: CollectorRegistry,
     health: Callable[[], dict[str, str]], webhook: WebhookReceiver | None = None,
     doughnut: DoughnutAuth | None = None,
-) -> FastAPI:
+) -> Fronted:
     """The ASGI app. ``health`` reports each dependency as ``"ok"`` or a reason; without a
     ``webhook`` receiver (no secret configured) the webhook route answers 503. ``doughnut``: how
     Doughnut's own paths authenticate (worker.http.doughnut_paths; default: the shared token). Without
@@ -121,7 +122,7 @@ def create_app(
     auth = doughnut or DoughnutAuth("shared")
     if auth.mode != "doughnut" and not reader_token:
         raise ValueError("reader_token must not be empty")
-    app = FastAPI(title="Graph RAG snapshots for Doughnut", version="1")
+    app = Fronted(title="Graph RAG snapshots for Doughnut", version="1")
 
     def read(note_id: str, q: _Query, fmt: str = "json") -> Served:
         return reader.get(**_args(note_id, q), fmt=fmt)
@@ -176,9 +177,9 @@ def create_app(
         return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
 
     install_error_handlers(app)
-    app.add_middleware(HotReads, reads=[(OWN_GRAPH, own_hot), (DOUGHNUT_GRAPH, doughnut_hot)],
+    app.add_front(HotReads, reads=[(OWN_GRAPH, own_hot), (DOUGHNUT_GRAPH, doughnut_hot)],
                        respond=respond)
-    app.add_middleware(BearerGate, token=reader_token or None, public=_PUBLIC_PATHS,
+    app.add_front(BearerGate, token=reader_token or None, public=_PUBLIC_PATHS,
                        open_paths=None if auth.mode == "shared" else DOUGHNUT_PATHS)
     return app
 

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from fastapi import FastAPI
 from prometheus_client import Counter
-from starlette.routing import BaseRoute, Match
+from starlette._utils import get_route_path
+from starlette.routing import BaseRoute, Match, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from worker.http.front import Fronted
 
 __all__ = ["ResponseCounter", "count_responses"]
 
@@ -46,15 +48,20 @@ class ResponseCounter:
             self.counter.labels(self.route_of(scope), str(status)).inc()
 
     def route_of(self, scope: Scope) -> str:
-        """The template of the first route matching the request's path (any method)."""
+        """The template of the first route matching the request's path (any method). A plain
+        route is matched by its path pattern alone, as its own ``matches`` does before it looks
+        at the method (without building the child scope: this runs on every request)."""
+        path = get_route_path(scope)
         for route in self.routes:
-            match, _ = route.matches(scope)
-            if match is not Match.NONE:
+            if isinstance(route, Route):
+                if route.path_regex.match(path) is not None:
+                    return route.path
+            elif route.matches(scope)[0] is not Match.NONE:
                 return str(getattr(route, "path", UNMATCHED))
         return UNMATCHED
 
 
-def count_responses(app: FastAPI, counter: Counter) -> FastAPI:
+def count_responses(app: Fronted, counter: Counter) -> Fronted:
     """``app`` with its responses counted in ``counter`` (service.metrics.http_responses)."""
-    app.add_middleware(ResponseCounter, counter=counter, routes=app.router.routes)
+    app.add_front(ResponseCounter, counter=counter, routes=app.router.routes)
     return app

@@ -11,12 +11,11 @@ webhook and the API's description are not served (404): they stay on the interna
 
 from __future__ import annotations
 
-from fastapi import FastAPI
-
 from graphrag import InvalidParameter
 from service.reader import Served, SnapshotReader
 from worker.http.app import install_error_handlers, respond
 from worker.http.doughnut_paths import GRAPH, DoughnutAuth, DoughnutQuery, install
+from worker.http.front import Fronted
 from worker.http.hot import HotReads
 
 __all__ = ["create_public_app"]
@@ -26,11 +25,11 @@ def _no_shared_reads(note_id: str, q: DoughnutQuery, fmt: str) -> Served:
     raise InvalidParameter("authorization", "the shared token reads on the internal listener only")
 
 
-def create_public_app(reader: SnapshotReader, auth: DoughnutAuth) -> FastAPI:
+def create_public_app(reader: SnapshotReader, auth: DoughnutAuth) -> Fronted:
     """Doughnut's paths for Doughnut's users (``auth.public()``: no shared token, ever)."""
-    app = FastAPI(title="Doughnut's note context paths", version="1", openapi_url=None,
+    app = Fronted(title="Doughnut's note context paths", version="1", openapi_url=None,
                   docs_url=None, redoc_url=None)
     hot = install(app, reader, auth.public(), _no_shared_reads, respond)
     install_error_handlers(app)
-    app.add_middleware(HotReads, reads=[(GRAPH, hot)], respond=respond)
+    app.add_front(HotReads, reads=[(GRAPH, hot)], respond=respond)
     return app
