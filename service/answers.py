@@ -27,7 +27,9 @@ from graphrag.wiki.focus.strategy import WikiOutcome, replay, replay_json
 from graphrag.wiki.model import Viewer
 from service.envelope import Envelope, SnapshotKey, key_limit
 
-__all__ = ["FORMATS", "Answer", "Ask", "envelope_body", "outcome_body", "parse_ask", "ready"]
+__all__ = [
+    "FORMATS", "Answer", "Ask", "envelope_body", "kept_answer", "outcome_body", "parse_ask", "ready",
+]
 
 FORMATS = ("json", "markdown")
 Format = Literal["json", "markdown"]
@@ -142,9 +144,28 @@ def ready(envelope: Envelope, ask: Ask) -> bool:
     return ask.fmt == "json" and ask.token_limit == envelope.result_limit
 
 
+def kept_answer(envelope: Envelope, ask: Ask) -> Answer | None:
+    """The answer to ``ask`` replayed before from this value's trace bytes, if the reader kept it
+    (Envelope.replays): what a replay now would give, without inflating or parsing the trace."""
+    memo = envelope.replays
+    kept = None if memo is None else memo.get((ask.token_limit, ask.fmt))
+    return kept if isinstance(kept, Answer) else None
+
+
 def _traced_body(envelope: Envelope, ask: Ask) -> Answer:
     if ready(envelope, ask):
         return Answer(envelope.result_json)
+    kept = kept_answer(envelope, ask)
+    if kept is not None:
+        return kept
+    answer = _replayed(envelope, ask)
+    if envelope.replays is not None:
+        envelope.replays.put((ask.token_limit, ask.fmt), answer,
+                             len(answer.body) + 2 * len(answer.text or ""))
+    return answer
+
+
+def _replayed(envelope: Envelope, ask: Ask) -> Answer:
     assert envelope.trace is not None
     if ask.fmt == "json":
         return Answer(replay_json(envelope.trace, ask.token_limit))

@@ -23,11 +23,11 @@ checked whole, as before.
 
 from __future__ import annotations
 
+import re
 import zlib
 from dataclasses import dataclass, field
 from functools import cached_property
-from itertools import repeat
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -65,6 +65,15 @@ class SnapshotKey:
     strategy: str
     seed: int | None
     token_limit: int | None = None
+
+
+class ReplayMemo(Protocol):
+    """Answers replayed from one stored trace, by tokenLimit and format (service.reader.traces):
+    what replaying the same trace bytes again would give."""
+
+    def get(self, key: tuple[int, str]) -> object | None: ...
+
+    def put(self, key: tuple[int, str], answer: object, size: int) -> None: ...
 
 
 @dataclass(frozen=True, eq=False)
@@ -143,6 +152,17 @@ class Envelope:
         """Hold ``trace`` as the parsed trace: one parsed before from bytes of the same
         :attr:`trace_identity` (service.reader.traces), so it is not inflated and parsed again."""
         self.__dict__["trace"] = trace
+
+    def adopt_replays(self, replays: ReplayMemo) -> None:
+        """Hold ``replays``: the answers replayed before from bytes of the same
+        :attr:`trace_identity` (service.reader.traces), consulted before the trace is."""
+        self.__dict__["replays"] = replays
+
+    @property
+    def replays(self) -> ReplayMemo | None:
+        """The answers replayed before from this value's trace, if the reader keeps them."""
+        held: ReplayMemo | None = self.__dict__.get("replays")
+        return held
 
     @property
     def parsed_trace(self) -> Trace | None:
@@ -254,19 +274,30 @@ def is_fresh(envelope: Envelope, now_ms: int, *, soft_ttl_s: int, config_hash: s
 
 
 _INT_FIELDS = ("noteId", "generation", "computedAt", "asOf", "maxTokenLimit", "focusTokens")
-_INT_ONLY, _STR_ONLY = frozenset({int}), frozenset({str})
+_INT_ONLY = frozenset({int})
+#: lines each holding a colon (:func:`_facts`)
+_FACT_LINES = re.compile(r"[^\n:]*:[^\n]*(?:\n[^\n:]*:[^\n]*)*")
 def _ints(values: Any) -> bool:
     """Whether ``values`` is a list of plain ints (bools excluded); one C-level pass."""
     return isinstance(values, list) and set(map(type, values)) <= _INT_ONLY
 
 
 def _facts(values: Any) -> bool:
-    """Whether ``values`` is a list of note ids, or of wiki facts (``kind:...`` strings)."""
-    if _ints(values):
-        return True
-    if not isinstance(values, list) or not set(map(type, values)) <= _STR_ONLY:
+    """Whether ``values`` is a list of note ids, or of wiki facts (``kind:...`` strings).
+
+    Checked on every hit, so in two C-level passes: joining the list raises unless every member
+    is text, and every line of the joined text holds a colon. A line is part of exactly one member,
+    so a member without a colon leaves a line without one (a member holding a newline may be
+    refused though it has a colon: no fact does)."""
+    if not isinstance(values, list):
         return False
-    return all(map(str.__contains__, values, repeat(":")))  # (C-level passes: on every hit)
+    if not values or type(values[0]) is not str:
+        return _ints(values)
+    try:
+        joined = "\n".join(values)
+    except TypeError:
+        return False
+    return _FACT_LINES.fullmatch(joined) is not None
 
 
 def _traced(obj: dict[str, Any]) -> bool:

@@ -188,7 +188,7 @@ class Wiring:
             strategies=self.strategies if s.strategies is None and s.strategy is None
             else self.strategies(), seeds=s.seeds, max_token_limit=s.max_token_limit,
             layered_limits=s.layered_limits, lock_ttl_ms=s.lock_ttl_ms, lock_wait_ms=s.lock_wait_ms,
-            parsed_traces=s.parsed_traces,
+            parsed_traces=s.parsed_traces, kept_answers_bytes=s.kept_answers_mb * 2**20,
         )
 
     def reader(self, *, metrics: ReaderMetrics | None = None,

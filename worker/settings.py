@@ -71,6 +71,9 @@ class Settings(BaseSettings):
     #: parsed traces a reader process keeps (about 80 KB each), so a replay of a snapshot read
     #: again skips inflating and parsing it (service.reader.traces); 0 keeps none
     parsed_traces: int = Field(default=512, ge=0, le=100_000)
+    #: MiB of answers replayed from traces a reader process keeps, so the same read again (note,
+    #: tokenLimit, format) is a hit (service.reader.traces); 0 keeps none
+    kept_answers_mb: int = Field(default=32, ge=0, le=65_536)
     # HTTP
     reader_token: SecretStr | None = None
     #: who Doughnut's own paths read as: the shared token's owner view, Doughnut's users, or both

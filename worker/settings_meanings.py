@@ -63,6 +63,9 @@ MEANINGS: Mapping[str, str] = {
     "parsed_traces": "parsed traces a reader process keeps (about 80 KB each) so that a read at "
                      "another tokenLimit of a snapshot read before skips inflating and parsing "
                      "its trace; 0 keeps none",
+    "kept_answers_mb": "MiB of answers replayed from traces a reader process keeps, so that the "
+                       "same read again (note, tokenLimit, format) costs a hit, not a replay; 0 "
+                       "keeps none",
     "reader_token": "bearer token of the HTTP reader's own paths (and of `graphrag mcp --transport "
                     "http`); `serve` refuses to start without it unless "
                     "`GRAPHRAG_READER_AUTH=doughnut`, where the service's own paths then refuse "

@@ -82,10 +82,10 @@ def _read_lines(reads: dict[str, Any]) -> list[str]:
         return []
     return [f"Reads in process ({reads['reads']:,} of each): a hit at tokenLimit 2000 (the stored "
             f"result, decompressed) p50 {_fmt(reads['hit_p50_us'])} µs; at tokenLimit "
-            f"{reads['other_limit']} (replayed from the trace) {_fmt(reads['other_limit_p50_us'])} µs "
-            f"(a trace's first replay, which inflates and parses it: "
-            f"{_fmt(reads.get('other_limit_first_p50_us'))} µs; later ones take the trace the "
-            f"process parsed before); "
+            f"{reads['other_limit']} {_fmt(reads['other_limit_p50_us'])} µs "
+            f"(a note's first read there replays its trace, inflating and parsing it: "
+            f"{_fmt(reads.get('other_limit_first_p50_us'))} µs; the same read again takes the "
+            f"answer the process kept); "
             f"a bare GET + header + decompress + parse of the result "
             f"{_fmt(reads['raw_get_p50_us'])} µs.",
             ""]

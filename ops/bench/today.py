@@ -13,7 +13,8 @@ holds the generator's row count:
   service.packing), and the reverse index's share (``dep:{fact}`` keys against snapshots, ``shows``
   and ``gen``);
 * *reads*: in-process reader hits on the rebuilt snapshots at the default tokenLimit (the stored
-  result) and at another (:data:`OTHER_LIMIT`, replayed from the trace), next to a bare client's
+  result) and at another (:data:`OTHER_LIMIT`: a note's first read there replays its trace, the
+  same read again takes the answer the reader kept, service.reader.traces), next to a bare client's
   ``GET`` + decode of the same keys (:func:`storage.redis.probe.packed_latencies_us`), in
   alternating blocks in a fresh shuffled order, as the wavefront reader figure is measured;
 * *full*: the full-rebuild path against the batched path over the same first notebooks
@@ -138,7 +139,7 @@ def _reads(bench: Bench, wiring: Wiring, foci: Sequence[int]) -> dict[str, Any]:
     hit, other, raw = (percentile(xs, .5) for xs in (hits, others, raws))
     first = percentile(others[:len(order)], .5)  # each trace's first replay: inflated and parsed
     say(f"today's Doughnut reads: hit p50 {hit:.0f} µs at tokenLimit {TOKEN_LIMIT}, {other:.0f} µs "
-        f"at {OTHER_LIMIT} (replayed; {first:.0f} µs at a trace's first replay), a bare GET + "
+        f"at {OTHER_LIMIT} ({first:.0f} µs at a note's first read there, a replay), a bare GET + "
         f"decode {raw:.0f} µs")
     return {"hit_p50_us": hit, "other_limit_p50_us": other, "raw_get_p50_us": raw,
             "hit_ratio_p50": ratio(hit, raw), "other_limit_ratio_p50": ratio(other, hit),

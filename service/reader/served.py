@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from service.answers import Answer, Ask, ready
+from service.answers import Answer, Ask, kept_answer, ready
 from service.envelope import Envelope
 
 __all__ = ["ReaderConfig", "Served", "Source", "as_served", "usable"]
@@ -43,6 +43,8 @@ class ReaderConfig:
     refresh_claim_s: int = 300
     #: parsed traces a process keeps for replays of snapshots read again (service.reader.traces)
     parsed_traces: int = 512
+    #: bytes of replayed answers a process keeps for the same reads again (service.reader.traces)
+    kept_answers_bytes: int = 32 * 2**20
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +79,8 @@ def usable(envelope: Envelope | None, ask: Ask, database: str = "") -> Envelope 
     if envelope.strategy != ask.strategy or envelope.max_token_limit < ask.token_limit:
         return None
     if ask.traced:
-        answerable = ready(envelope, ask) or envelope.trace is not None
+        answerable = (ready(envelope, ask) or kept_answer(envelope, ask) is not None
+                      or envelope.trace is not None)
         return envelope if envelope.traced and answerable else None
     if ask.token_limit < envelope.max_token_limit and not envelope.sliceable:
         return None

@@ -91,7 +91,7 @@ class SnapshotReader:
                               clock_ms=clock_ms, config_hashes=self.config_hashes, fresh=self._fresh,
                               write_back=WriteBack(store, self.metrics, on_raced))
         #: parsed traces of snapshots read before (service.reader.traces)
-        self.traces = ParsedTraces(config.parsed_traces)
+        self.traces = ParsedTraces(config.parsed_traces, config.kept_answers_bytes)
         #: another viewer's reads, remembered while access holds (service.access)
         self.viewers = ViewerReads(service.store, self.live, self.metrics, epoch=epoch,
                                    clock_ms=lambda: time.monotonic_ns() // 1_000_000,

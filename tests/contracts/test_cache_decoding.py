@@ -38,6 +38,9 @@ class DecodingContract(CacheContract):
             orjson.dumps({**good, "schema": 2}), orjson.dumps({**good, "schema": True}),
             orjson.dumps({k: v for k, v in good.items() if k != "result"}),
             orjson.dumps({**good, "dependsOn": ["1"]}), orjson.dumps({**good, "noteId": 1.5}),
+            *(orjson.dumps({**good, "dependsOn": facts}) for facts in (
+                ["note:1", "links"], ["note:1", 2], [2, "note:1"], ["note\n:1"], [True], "note:1",
+                ["note:1", None])),  # a fact without its kind, mixed types, not a list
             orjson.dumps({**good, "result": {"focusNote": [], "relatedNotes": []}}),
             orjson.dumps({**good, "resultCrc32": "0"}),
             orjson.dumps({"result": good["result"]} | good),  # the result is not the last member

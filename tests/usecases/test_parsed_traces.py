@@ -1,6 +1,6 @@
-"""A reader keeps the traces it parsed (service.reader.traces): a replay of a snapshot read again
-answers the same bytes without inflating or parsing its trace, and a rebuilt snapshot is parsed
-anew."""
+"""A reader keeps the traces it parsed and the answers it replayed (service.reader.traces): a
+replay of a snapshot read again answers the same bytes without inflating or parsing its trace, the
+same read again without replaying at all, and a rebuilt snapshot is parsed and replayed anew."""
 
 from __future__ import annotations
 
@@ -10,8 +10,12 @@ import pytest
 
 from graphrag import CharsCounter, Request, StrategyParams
 from graphrag.wiki.focus import trace as traces
+from service import answers
+from service.answers import Answer, Ask
 from service.context import ContextService
+from service.envelope import Envelope
 from service.reader import ReaderConfig, SnapshotReader
+from service.reader.traces import KeptAnswers
 from service.rebuild import rebuild
 from storage.memory import MemoryCoordination, MemoryState
 from storage.memory_cache import MemoryCache
@@ -22,7 +26,7 @@ STRATEGY, NOW_MS = "focus-context", 1_790_000_000_000
 
 
 class Site:
-    def __init__(self, kept: int) -> None:
+    def __init__(self, kept: int, answers_bytes: int = 0) -> None:
         self.db = db = MemoryWiki()
         book = db.notebook("Own", user=1)
         self.focus = db.note("Focus", book, None, H + "focus")
@@ -34,7 +38,7 @@ class Site:
         self.service = ContextService(db, CharsCounter(), StrategyParams())
         self.rebuild()
         config = ReaderConfig(strategies=(STRATEGY,), seeds=(), max_token_limit=3000,
-                              parsed_traces=kept)
+                              parsed_traces=kept, kept_answers_bytes=answers_bytes)
         self.reader = SnapshotReader(self.service, self.cache, MemoryCoordination(self.state),
                                      config, clock_ms=lambda: self.now[0] + 1)
 
@@ -45,6 +49,19 @@ class Site:
     def live(self, limit: int) -> bytes:
         request = Request(self.focus, None, limit, 0, limit)
         return self.service.compute(request, STRATEGY).to_json()
+
+
+@pytest.fixture
+def replays(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    count: list[int] = []
+    replay = answers._replayed
+
+    def counted(envelope: Envelope, ask: Ask) -> Answer:
+        count.append(1)
+        return replay(envelope, ask)
+
+    monkeypatch.setattr(answers, "_replayed", counted)
+    return count
 
 
 @pytest.fixture
@@ -78,3 +95,32 @@ def test_keeping_none_parses_every_replay(parses: list[int]) -> None:
     for limit in (40, 90, 40):
         assert site.reader.get(site.focus, token_limit=limit).body == site.live(limit)
     assert len(parses) == 3
+
+
+def test_the_same_read_again_is_answered_as_replayed_before(parses: list[int],
+                                                            replays: list[int]) -> None:
+    site = Site(kept=0, answers_bytes=1 << 20)
+    wants = {(limit, fmt): site.reader.get(site.focus, token_limit=limit, fmt=fmt).body
+             for limit in (40, 90) for fmt in ("json", "markdown")}
+    assert wants[(40, "json")] == site.live(40) and len(replays) == 4
+    again = {key: site.reader.get(site.focus, token_limit=key[0], fmt=key[1]).body for key in wants}
+    assert again == wants
+    assert len(replays) == 4 and len(parses) == 4  # nothing inflated, parsed or cut again
+    site.now[0] += 1_000
+    linked = site.db.notes[site.focus + 1]
+    site.db.notes[linked.id] = dataclasses.replace(linked, content=H + "edited again")
+    site.rebuild()  # another time of computation: nothing kept answers it
+    assert site.reader.get(site.focus, token_limit=90).body == site.live(90) != wants[(90, "json")]
+    assert len(replays) == 5
+
+
+def test_kept_answers_stay_within_their_budget() -> None:
+    kept = KeptAnswers(budget_bytes=1_600)
+    for k in range(40):
+        kept.put(k, f"answer {k}", 60)
+    assert kept.kept_bytes <= 1_600
+    assert kept.get(39) == "answer 39" and kept.get(0) is None  # the least recently used went
+    kept.put("large", "x", 101)  # more than a sixteenth of the budget: not kept
+    assert kept.get("large") is None
+    kept.put(39, "answer 39 again", 60)  # replaced, counted once
+    assert kept.get(39) == "answer 39 again" and kept.kept_bytes <= 1_600
