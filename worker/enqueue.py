@@ -18,6 +18,7 @@ so neither process needs the tasks' code or a worker's runtime. Invariants:
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -29,7 +30,7 @@ from prometheus_client import CollectorRegistry, Histogram
 from service.metrics import edit_stages
 from tasks.message import SENT_HEADER
 
-__all__ = ["Enqueue", "EnqueueFailed", "celery_enqueuer", "outdating"]
+__all__ = ["Enqueue", "EnqueueFailed", "celery_enqueuer", "outdating", "warm_sender"]
 
 log = logging.getLogger("graphrag.server")
 #: Hands a delivery's events on to the event task (raises EnqueueFailed when it cannot).
@@ -44,11 +45,30 @@ def _or_unscraped(stages: Histogram | None) -> Histogram:
     return stages if stages is not None else edit_stages(CollectorRegistry())
 
 
+def warm_sender(celery: Celery) -> bool:
+    """Make now what ``celery``'s first send would make (the broker transport's and the result
+    backend's modules, imported on first use; a producer and its broker connection, kept in the
+    app's pool for the sends after), so the first edit after a start does not wait for them (tens
+    of milliseconds to a few hundred). Whether the broker answered; one that does not is left to
+    the first send, which reports it as every send does."""
+    try:
+        celery.backend  # noqa: B018 (imports the backend's module)
+        with celery.producer_or_acquire() as producer:
+            producer.connection.ensure_connection(max_retries=0)
+    except (OperationalError, OSError) as err:
+        log.info("the broker did not answer a warm-up (%s): the first send connects", err)
+        return False
+    return True
+
+
 def celery_enqueuer(celery: Celery, stages: Histogram | None = None) -> Enqueue:
     """Send the events task by name, with the wall-clock time it was sent; a broker that does not
     take it raises EnqueueFailed. ``stages`` (service.metrics.edit_stages; else one nobody
-    scrapes) times the sending."""
+    scrapes) times the sending. The sender is warmed up meanwhile (:func:`warm_sender`, in a
+    thread of its own: a broker that does not answer never holds up a start)."""
     sending = _or_unscraped(stages).labels("enqueue")
+    threading.Thread(target=warm_sender, args=(celery,), name="graphrag-warm-sender",
+                     daemon=True).start()
 
     def enqueue(events: list[dict[str, Any]]) -> None:
         try:

@@ -31,8 +31,9 @@ from tests.e2e.webhook_support import (
     reader_on,
     signed,
 )
+from tests.redis.readers import redis_url
 from worker.celery_app import create_celery
-from worker.enqueue import celery_enqueuer
+from worker.enqueue import celery_enqueuer, warm_sender
 from worker.http.app import create_app
 from worker.http.webhook import WebhookReceiver
 from worker.settings import Settings
@@ -115,3 +116,21 @@ def test_an_unreachable_broker_is_503_through_the_real_celery_enqueuer(
         assert test_client.post(PATH, content=body, headers=headers).status_code == 202
     assert len(working.calls) == 1
     engine.dispose()
+
+
+def test_a_warmed_up_sender_holds_a_connected_producer_for_its_first_send() -> None:
+    """warm_sender on the real Redis: the app's pool then holds a producer whose connection is
+    open, so the first event's send neither imports the transport nor connects."""
+    celery = create_celery(Settings(**{"CELERY_BROKER_URL": redis_url()}))  # type: ignore[arg-type]
+    assert warm_sender(celery)
+    with celery.producer_or_acquire() as producer:
+        assert producer.connection.connected
+
+
+@pytest.mark.parametrize("broker", ["redis://127.0.0.1:1/0", "amqp://guest:guest@127.0.0.1:1/"])
+def test_a_broker_that_does_not_answer_the_warm_up_is_left_to_the_first_send(broker: str) -> None:
+    """No exception and no wait for retries: a start never fails or stalls on the broker."""
+    celery = create_celery(Settings(**{"CELERY_BROKER_URL": broker}))  # type: ignore[arg-type]
+    started = time.perf_counter()
+    assert not warm_sender(celery)
+    assert time.perf_counter() - started < 5

@@ -29,7 +29,7 @@ import weakref
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from celery import Celery
+from celery import Celery, current_app
 from celery.signals import worker_init, worker_process_init, worker_ready
 from kombu.exceptions import OperationalError
 
@@ -43,6 +43,7 @@ from worker.broker import KombuQueueDepth, declare_parking, is_amqp
 from worker.celery.idle import IdleRelease
 from worker.celery_app import create_celery
 from worker.compose import Wiring, wall_ms
+from worker.enqueue import warm_sender
 from worker.settings import Settings
 
 __all__ = ["build_runtime", "queue_size", "runtime_of", "worker_app"]
@@ -118,13 +119,15 @@ def runtime_of(wiring: Wiring, celery: Celery) -> Runtime:
 def _warm_up(**_: object) -> None:
     """Build the runtime (engine, Redis client, tiktoken's encoding) and rehearse a rebuild (the
     first connections, the cache's scripts, one computation's statements; nothing written) before
-    the first task, then freeze what the process holds by now: it lives as long as the process,
-    and the cycle collector's full passes (~50 ms each over a worker's ~80,000 startup objects)
-    skip it."""
+    the first task, open this process's broker connection for the drains it queues
+    (worker.enqueue.warm_sender), then freeze what the process holds by now: it lives as long as
+    the process, and the cycle collector's full passes (~50 ms each over a worker's ~80,000
+    startup objects) skip it."""
     try:
         current().rehearse()
     except Exception as err:  # it resurfaces, with retries, in the first task that needs it
         log.warning("worker runtime not ready yet: %s", err)
+    warm_sender(current_app)  # (the drains its tasks queue: this process's own connection)
     gc.collect()  # (the rehearsal's garbage goes now; what is left is kept for good)
     gc.freeze()
 
