@@ -110,7 +110,8 @@ def _measure(bench: Bench, graph: Graph) -> dict[str, Any]:
                                                       webhook=False))
                 quiet(svc, wiring_for(bench, graph, "main"))
             cdc |= {"warmup_ms": rounded(cold)}
-            cdc |= edit_floor(bench, graph, svc, [e for e, _ in measured], cdc, watch.figures())
+            cdc |= edit_floor(bench, graph, svc, [e for e, _ in measured], cdc, watch.figures(),
+                              first_edited=pairs[edits][0])
             notified = notification_latencies(bench, graph, svc, pairs[2 * edits:],
                                               Path(tmp) / "mcp.log")
         committed_s = _commit_burst(bench, graph, [p[0] for p in pairs])  # while cdc is stopped

@@ -137,8 +137,13 @@ def single_edits(bench: Bench, graph: Graph, svc: Services, pairs: list[tuple[in
     ``tag`` keeps a section's titles apart from an earlier section's, whose snapshots may still
     show them (restoring the titles in the database sends no event). With the figures, where the
     measured edits' time went and the topology's floor (ops.bench.stages)."""
-    cold, _ = edit_latencies(bench, graph, svc, pairs[:WARMUP_EDITS], http, f"{tag}w")
-    with stage_watch([svc.worker_metrics_url, f"{svc.base_url}/metrics"]) as watch:
+    urls = [svc.worker_metrics_url, f"{svc.base_url}/metrics"]
+    with stage_watch(urls) as first:  # (the first edit alone, until all its foci are rebuilt)
+        cold, _ = edit_latencies(bench, graph, svc, pairs[:1], http, f"{tag}w")
+        quiet(svc, wiring_for(bench, graph, "main"))
+    first_stages = first.figures()
+    cold += edit_latencies(bench, graph, svc, pairs[1:WARMUP_EDITS], http, f"{tag}x")[0]
+    with stage_watch(urls) as watch:
         latencies, timeouts = edit_latencies(bench, graph, svc, pairs[WARMUP_EDITS:], http,
                                              f"{tag}s")
         quiet(svc, wiring_for(bench, graph, "main"))
@@ -148,17 +153,23 @@ def single_edits(bench: Bench, graph: Graph, svc: Services, pairs: list[tuple[in
     single = {"p50_ms": percentile(latencies, .5), "p95_ms": percentile(latencies, .95),
               "max_ms": max(latencies, default=math.nan), "edits": len(latencies) + timeouts,
               "timeouts": timeouts, "samples_ms": rounded(latencies), "warmup_ms": rounded(cold)}
-    return {**single, **edit_floor(bench, graph, svc, [e for e, _ in pairs[WARMUP_EDITS:]],
-                                   single, watch.figures())}
+    say("the first edit's stages (sum ms / count): " + ", ".join(
+        f"{s} {v['sum_ms']:.0f}/{v['count']:.0f}" for s, v in first_stages.items()))
+    return {**single, "first_edit_stages": first_stages,
+            **edit_floor(bench, graph, svc, [e for e, _ in pairs[WARMUP_EDITS:]], single,
+                         watch.figures(), first_edited=pairs[0][0])}
 
 
 def edit_floor(bench: Bench, graph: Graph, svc: Services, edited: list[int],
-               single: dict[str, Any], stages: dict[str, dict[str, float]]) -> dict[str, Any]:
-    """The stages and the floor keys of ops.bench.stages for a topology's single edits."""
+               single: dict[str, Any], stages: dict[str, dict[str, float]],
+               first_edited: int | None = None) -> dict[str, Any]:
+    """The stages and the floor keys of ops.bench.stages for a topology's single edits, with the
+    first edit's own floor when ``first_edited`` names the note it edited."""
     wiring = wiring_for(bench, graph, "main")
     rebuilt = rebuild_ms(wiring, edited[:FLOOR_EDITS])
+    first = None if first_edited is None else rebuild_ms(wiring, [first_edited])[0]
     trip = broker_round_trip_ms(svc.env["CELERY_BROKER_URL"])
-    return floor_figures(single, rebuilt, trip, wiring.settings.debounce_ms, stages)
+    return floor_figures(single, rebuilt, trip, wiring.settings.debounce_ms, stages, first)
 
 
 def reader_edits(bench: Bench, graph: Graph, svc: Services, pairs: list[tuple[int, int]],

@@ -82,20 +82,17 @@ def _related(trace: Trace, note_id: int, depth: int, anchor: int, focus_path: by
     return related_json(head, depth, path, tail)
 
 
-#: the ladder's JSON a trace keeps grows to at least twice what it held (so a trace cut at
-#: rising limits writes each entry about once), and at least this many entries
-_LADDER_STEP = 16
-
-
 def _ladder_json(trace: Trace, emitted: int) -> bytes:
     """The first ``emitted`` ladder entries' objects, comma-separated: a slice of the ladder's
     JSON the trace keeps (``("ladder",)`` in Trace.derived: the bytes and where each entry ends),
-    written further when a cut needs more. The kept value is replaced, never changed in place, so
-    threads sharing the trace read a whole one."""
+    written further when a cut needs more: the first cut writes exactly what it shows (most
+    traces are cut once: a note's first read at a new limit), a later one at least doubles what
+    is written, so a trace cut at rising limits writes each entry about once. The kept value is
+    replaced, never changed in place, so threads sharing the trace read a whole one."""
     kept: tuple[bytes, tuple[int, ...]] = trace.derived.get(("ladder",), (b"", (0,)))
     written, ends = kept
     if emitted >= len(ends):
-        more = range(len(ends) - 1, min(len(trace.wiki.ids), max(emitted, 2 * len(ends), _LADDER_STEP)))
+        more = range(len(ends) - 1, min(len(trace.wiki.ids), max(emitted, 2 * (len(ends) - 1))))
         written, ends = _extended(trace, written, ends, more, emitted)
         trace.derived[("ladder",)] = (written, ends)
     return written[: ends[emitted]]
