@@ -34,7 +34,7 @@ from ops.bench.invalidation import edit_floor, edit_latencies, edit_pairs, quiet
 from ops.bench.notify import notification_latencies
 from ops.bench.plan import EDIT_MARK, WARMUP_EDITS, Bench, BenchError
 from ops.bench.services import process_group, services
-from ops.bench.stages import stage_watch
+from ops.bench.stages import stage_watch, typical_first
 from storage.binlog import current_position
 from storage.database import close_engine
 from storage.redis import probe
@@ -100,6 +100,8 @@ def _measure(bench: Bench, graph: Graph) -> dict[str, Any]:
         edit_latencies(bench, graph, svc, pairs[:WARMUP_EDITS], http, "hw")
         webhook = latency_figures(*edit_latencies(bench, graph, svc, pairs[WARMUP_EDITS:edits], http,
                                                   "h"))
+        pairs[edits:2 * edits] = typical_first(wiring_for(bench, graph, "main"),
+                                               pairs[edits:2 * edits], edits)
         log, port = Path(tmp) / "cdc.log", free_port()
         with process_group(_cdc_command(port), svc.env, log, partial(_follows, log), "graphrag cdc"):
             cold, _ = edit_latencies(bench, graph, svc, pairs[edits:edits + WARMUP_EDITS], http,

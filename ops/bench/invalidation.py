@@ -32,7 +32,13 @@ from ops.bench.helpers import percentile, rounded, say, wait_for
 from ops.bench.plan import EDIT_MARK, WARMUP_EDITS, Bench, BenchError
 from ops.bench.reader import http_section
 from ops.bench.services import Services, broker_idle, services
-from ops.bench.stages import broker_round_trip_ms, floor_figures, rebuild_ms, stage_watch
+from ops.bench.stages import (
+    broker_round_trip_ms,
+    floor_figures,
+    rebuild_ms,
+    stage_watch,
+    typical_first,
+)
 from service.envelope import SnapshotKey
 from storage.profiles import admin_2025
 from storage.redis.cache import RedisCache
@@ -136,7 +142,9 @@ def single_edits(bench: Bench, graph: Graph, svc: Services, pairs: list[tuple[in
     """The first ``WARMUP_EDITS`` (worker processes building their runtime) are reported apart.
     ``tag`` keeps a section's titles apart from an earlier section's, whose snapshots may still
     show them (restoring the titles in the database sends no event). With the figures, where the
-    measured edits' time went and the topology's floor (ops.bench.stages)."""
+    measured edits' time went and the topology's floor (ops.bench.stages). The first edit is one
+    of typical width (ops.bench.stages.typical_first)."""
+    pairs = typical_first(wiring_for(bench, graph, "main"), pairs, len(pairs))
     urls = [svc.worker_metrics_url, f"{svc.base_url}/metrics"]
     with stage_watch(urls) as first:  # (the first edit alone, until all its foci are rebuilt)
         cold, _ = edit_latencies(bench, graph, svc, pairs[:1], http, f"{tag}w")

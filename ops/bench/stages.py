@@ -16,10 +16,11 @@ it (a few ms below 50 ms).
 
 ``floor_ms`` is the p50 over the run's edits of their own rebuild plus the p50 round trip plus the
 debounce; ``p95_over_floor`` the run's commit-to-fresh p95 over it, ``first_edit_over_floor`` the
-first edit after the worker started over it. That first edit may be a wide one (hundreds of foci
-where the p50 edit has tens), so ``first_edit_floor_ms`` is its own floor (its own foci rebuilt in
-process, the round trip, the debounce) and ``first_edit_over_own_floor`` the first edit over that:
-what a start costs beyond the edit's own width.
+first edit after the worker started over it. The first edit is one of typical width
+(:func:`typical_first`: the median number of affected foci among the warm-up and measured edits),
+so that it differs from the others by the start alone; ``first_edit_floor_ms`` is its own floor
+(its own foci rebuilt in process, the round trip, the debounce) and ``first_edit_over_own_floor``
+the first edit over that.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from service.note_event import NoteEvent
 from worker.compose import Wiring
 
 __all__ = ["StageWatch", "broker_round_trip_ms", "floor_figures", "quantile_s", "rebuild_ms",
-           "stage_watch"]
+           "stage_watch", "typical_first"]
 
 HISTOGRAM = "graphrag_edit_stage_seconds"
 #: where a scrape files a stage's sum of seconds beside its buckets (a bound no bucket has)
@@ -147,15 +148,32 @@ def broker_round_trip_ms(broker_url: str, count: int = ROUND_TRIPS) -> float:
     return percentile(times, .5)
 
 
+def _affected(wiring: Wiring, note_id: int) -> tuple[set[int], set[int]]:
+    """(urgent, all) foci a ``note.updated`` event of ``note_id`` affects, as the worker resolves."""
+    event = NoteEvent.from_json({"type": "note.updated", "noteId": note_id})
+    resolve = RESOLVERS[wiring.source.model]
+    return resolve([event], wiring.source, wiring.cache, sibling_radius(wiring.strategies()))
+
+
+def typical_first(wiring: Wiring, pairs: Sequence[tuple[int, int]],
+                  among: int) -> list[tuple[int, int]]:
+    """``pairs`` (edited note, watched focus) with, first, the one of the first ``among`` whose
+    edit affects the median number of foci among them: the first edit after a start then differs
+    from the others by the start alone, not by its width (a hub's parent affects hundreds of foci
+    where the p50 edit affects tens)."""
+    head = list(pairs[:among])
+    widths = [len(_affected(wiring, edited)[1]) for edited, _ in head]
+    median = sorted(widths)[len(widths) // 2]
+    chosen = widths.index(median)
+    return [head[chosen], *head[:chosen], *head[chosen + 1:], *pairs[among:]]
+
+
 def rebuild_ms(wiring: Wiring, edited: Sequence[int]) -> list[float]:
     """Per edited note: ms to rebuild, in process, the foci its ``note.updated`` event affects, the
     urgent ones first as a drain takes them."""
-    resolve = RESOLVERS[wiring.source.model]
-    radius = sibling_radius(wiring.strategies())
     out: list[float] = []
     for note_id in edited:
-        event = NoteEvent.from_json({"type": "note.updated", "noteId": note_id})
-        urgent, affected = resolve([event], wiring.source, wiring.cache, radius)
+        urgent, affected = _affected(wiring, note_id)
         started = time.perf_counter()
         for part in (sorted(urgent), sorted(affected - urgent)):
             if part:
