@@ -148,8 +148,12 @@ def kept_answer(envelope: Envelope, ask: Ask) -> Answer | None:
     """The answer to ``ask`` replayed before from this value's trace bytes, if the reader kept it
     (Envelope.replays): what a replay now would give, without inflating or parsing the trace."""
     memo = envelope.replays
-    kept = None if memo is None else memo.get((ask.token_limit, ask.fmt))
+    kept = None if memo is None else memo.get(_replay_key(envelope, ask))
     return kept if isinstance(kept, Answer) else None
+
+
+def _replay_key(envelope: Envelope, ask: Ask) -> tuple[object, ...]:
+    return (envelope.trace_identity, ask.token_limit, ask.fmt)
 
 
 def _traced_body(envelope: Envelope, ask: Ask) -> Answer:
@@ -160,7 +164,7 @@ def _traced_body(envelope: Envelope, ask: Ask) -> Answer:
         return kept
     answer = _replayed(envelope, ask)
     if envelope.replays is not None:
-        envelope.replays.put((ask.token_limit, ask.fmt), answer,
+        envelope.replays.put(_replay_key(envelope, ask), answer,
                              len(answer.body) + 2 * len(answer.text or ""))
     return answer
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 import zlib
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Protocol
@@ -68,12 +69,13 @@ class SnapshotKey:
 
 
 class ReplayMemo(Protocol):
-    """Answers replayed from one stored trace, by tokenLimit and format (service.reader.traces):
-    what replaying the same trace bytes again would give."""
+    """Answers replayed from stored traces, by the trace's :attr:`Envelope.trace_identity`, the
+    tokenLimit and the format (service.reader.traces): what replaying the same trace bytes again
+    would give."""
 
-    def get(self, key: tuple[int, str]) -> object | None: ...
+    def get(self, key: Hashable) -> object | None: ...
 
-    def put(self, key: tuple[int, str], answer: object, size: int) -> None: ...
+    def put(self, key: Hashable, answer: object, size: int) -> None: ...
 
 
 @dataclass(frozen=True, eq=False)
@@ -154,13 +156,14 @@ class Envelope:
         self.__dict__["trace"] = trace
 
     def adopt_replays(self, replays: ReplayMemo) -> None:
-        """Hold ``replays``: the answers replayed before from bytes of the same
-        :attr:`trace_identity` (service.reader.traces), consulted before the trace is."""
+        """Hold ``replays``: the answers the reader replayed before, among them those from bytes of
+        the same :attr:`trace_identity` (service.reader.traces), consulted before the trace is."""
         self.__dict__["replays"] = replays
 
     @property
     def replays(self) -> ReplayMemo | None:
-        """The answers replayed before from this value's trace, if the reader keeps them."""
+        """The answers replayed before by the reader, if it keeps them (:attr:`trace_identity`
+        names this value's among them)."""
         held: ReplayMemo | None = self.__dict__.get("replays")
         return held
 

@@ -144,17 +144,18 @@ def single_edits(bench: Bench, graph: Graph, svc: Services, pairs: list[tuple[in
     show them (restoring the titles in the database sends no event). With the figures, where the
     measured edits' time went and the topology's floor (ops.bench.stages). The first edit is one
     of typical width (ops.bench.stages.typical_first)."""
-    pairs = typical_first(wiring_for(bench, graph, "main"), pairs, len(pairs))
+    wiring = wiring_for(bench, graph, "main")
+    pairs = typical_first(wiring, pairs, len(pairs))
     urls = [svc.worker_metrics_url, f"{svc.base_url}/metrics"]
     with stage_watch(urls) as first:  # (the first edit alone, until all its foci are rebuilt)
         cold, _ = edit_latencies(bench, graph, svc, pairs[:1], http, f"{tag}w")
-        quiet(svc, wiring_for(bench, graph, "main"))
+        quiet(svc, wiring)
     first_stages = first.figures()
     cold += edit_latencies(bench, graph, svc, pairs[1:WARMUP_EDITS], http, f"{tag}x")[0]
     with stage_watch(urls) as watch:
         latencies, timeouts = edit_latencies(bench, graph, svc, pairs[WARMUP_EDITS:], http,
                                              f"{tag}s")
-        quiet(svc, wiring_for(bench, graph, "main"))
+        quiet(svc, wiring)
     bench.samples["invalidation_ms"] = latencies
     say(f"single edits: p50 {percentile(latencies, .5):.0f} ms, p95 {percentile(latencies, .95):.0f} "
         f"ms, {timeouts} timeouts of {len(latencies) + timeouts} (warm-up: {rounded(cold)} ms)")

@@ -46,28 +46,30 @@ __all__ = ["StageWatch", "broker_round_trip_ms", "floor_figures", "quantile_s", 
            "stage_watch", "typical_first"]
 
 HISTOGRAM = "graphrag_edit_stage_seconds"
-#: where a scrape files a stage's sum of seconds beside its buckets (a bound no bucket has)
-SUM = -1.0
 ROUND_TRIPS = 30
 #: bucket upper bounds (s) -> cumulative count, per stage
 Buckets = dict[str, dict[float, float]]
 
 
-def _scrape(url: str) -> Buckets:
-    """Every stage's cumulative bucket counts at ``url`` (empty when it cannot be read), and its
-    sum of seconds under the bound ``SUM`` (no bucket's: bounds are positive)."""
+def _scrape(url: str) -> tuple[Buckets, dict[str, float]]:
+    """Every stage's cumulative bucket counts at ``url``, and its sum of seconds (both empty when
+    it cannot be read)."""
     try:
         text = httpx.get(url, timeout=5).text
     except httpx.HTTPError:
-        return {}
+        return {}, {}
     out: Buckets = {}
+    sums: dict[str, float] = {}
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
-            if sample.name in (f"{HISTOGRAM}_bucket", f"{HISTOGRAM}_sum"):
-                stage = out.setdefault(sample.labels["stage"], {})
-                bound = float(sample.labels["le"]) if "le" in sample.labels else SUM
+            stage_name = sample.labels.get("stage", "")
+            if sample.name == f"{HISTOGRAM}_bucket":
+                stage = out.setdefault(stage_name, {})
+                bound = float(sample.labels["le"])
                 stage[bound] = stage.get(bound, 0.0) + sample.value
-    return out
+            elif sample.name == f"{HISTOGRAM}_sum":
+                sums[stage_name] = sums.get(stage_name, 0.0) + sample.value
+    return out, sums
 
 
 def _added(before: Buckets, after: Buckets) -> Buckets:
@@ -98,7 +100,8 @@ class StageWatch:
     """The stage histograms of some processes, read at :meth:`start` and at :meth:`figures`."""
 
     def __init__(self, urls: Sequence[str]) -> None:
-        self.urls, self.before = list(urls), [dict[str, dict[float, float]]() for _ in urls]
+        self.urls = list(urls)
+        self.before: list[tuple[Buckets, dict[str, float]]] = [({}, {}) for _ in urls]
 
     def start(self) -> None:
         self.before = [_scrape(url) for url in self.urls]
@@ -107,18 +110,19 @@ class StageWatch:
         """Per stage: p50_ms, p95_ms, how many observations the run added and the sum of them
         (sum_ms), over all the processes."""
         added: Buckets = {}
-        for url, before in zip(self.urls, self.before, strict=True):
-            for stage, counts in _added(before, _scrape(url)).items():
+        summed: dict[str, float] = {}
+        for url, (before, sums_before) in zip(self.urls, self.before, strict=True):
+            after, sums_after = _scrape(url)
+            for stage, counts in _added(before, after).items():
                 into = added.setdefault(stage, {})
                 for le, n in counts.items():
                     into[le] = into.get(le, 0.0) + n
-        def buckets(stage: str) -> dict[float, float]:
-            return {le: n for le, n in added.get(stage, {}).items() if le != SUM}
-
-        return {stage: {"p50_ms": quantile_s(buckets(stage), .5) * 1000,
-                        "p95_ms": quantile_s(buckets(stage), .95) * 1000,
+            for stage, total in sums_after.items():
+                summed[stage] = summed.get(stage, 0.0) + total - sums_before.get(stage, 0.0)
+        return {stage: {"p50_ms": quantile_s(added.get(stage, {}), .5) * 1000,
+                        "p95_ms": quantile_s(added.get(stage, {}), .95) * 1000,
                         "count": added.get(stage, {}).get(math.inf, 0.0),
-                        "sum_ms": added.get(stage, {}).get(SUM, 0.0) * 1000}
+                        "sum_ms": summed.get(stage, 0.0) * 1000}
                 for stage in EDIT_STAGES}
 
 

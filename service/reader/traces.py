@@ -82,21 +82,6 @@ class KeptAnswers:
                 self._bytes -= self._kept.popitem(last=False)[1][1]
 
 
-class _Replays:
-    """The kept answers of one trace identity (service.envelope.ReplayMemo)."""
-
-    __slots__ = ("identity", "kept")
-
-    def __init__(self, kept: KeptAnswers, identity: tuple[object, ...]) -> None:
-        self.kept, self.identity = kept, identity
-
-    def get(self, key: tuple[int, str]) -> object | None:
-        return self.kept.get((self.identity, key))
-
-    def put(self, key: tuple[int, str], answer: object, size: int) -> None:
-        self.kept.put((self.identity, key), answer, size)
-
-
 class ParsedTraces:
     """The last ``size`` parsed traces of this process and up to ``answers_bytes`` of the answers
     replayed from traces (module docstring)."""
@@ -114,7 +99,7 @@ class ParsedTraces:
         if identity is None:
             return
         if self.answers.budget_bytes:
-            envelope.adopt_replays(_Replays(self.answers, identity))
+            envelope.adopt_replays(self.answers)
         if self.size and envelope.parsed_trace is None:
             found, trace = self._kept.get(identity)
             if found and trace is not None:
