@@ -56,14 +56,25 @@ EDITED, JOIN, RETRY, SWEEP, CONTINUED = "drain", "drain:join", "drain:retry", "d
 def schedule_drain(rt: Runtime, countdown_s: float | None = None, *, reason: str = EDITED) -> None:
     """Queue one drain unless one is already queued for the same ``reason`` (coalesces bursts of
     events; ``CONTINUED`` always queues); a wait the broker cannot express (under a second on
-    RabbitMQ) is spent by the task before it drains."""
+    RabbitMQ) is spent by the task before it drains, less the time its delivery took (the message
+    says when it was sent: tasks.message.SENT_HEADER)."""
     if reason == CONTINUED or rt.coordination.claim_flag(reason, ttl_ms=_DRAIN_FLAG_MS):
         delay = rt.debounce_ms / 1000 if countdown_s is None else countdown_s
         flag = {"flag": reason}
         if delay >= 1 or (delay > 0 and rt.subsecond_countdowns):
             drain.apply_async(kwargs=flag, countdown=delay)
+        elif delay > 0:
+            drain.apply_async(kwargs={**flag, "wait_s": delay}, headers={SENT_HEADER: rt.clock_ms()})
         else:
-            drain.apply_async(kwargs={**flag, "wait_s": delay} if delay > 0 else flag)
+            drain.apply_async(kwargs=flag)
+
+
+def _still_to_wait_s(wait_s: float, sent_ms: object, now_ms: int) -> float:
+    """What is left of a drain's ``wait_s`` once its message arrives: the wait counts from when the
+    message was sent (``sent_ms``, wall-clock; a message without it waits it all), so a drain that
+    queued behind other work waits no longer than its foci need; never more than a second."""
+    waited_s = max(0, now_ms - sent_ms) / 1000 if isinstance(sent_ms, int) else 0.0
+    return min(max(wait_s - waited_s, 0.0), 1.0)
 
 
 @shared_task(name="graphrag.process_events", **DELIVERY)
@@ -90,7 +101,7 @@ def drain(wait_s: float = 0.0, flag: str = EDITED) -> int:
     workers join in, and re-queues itself while anything is left — behind the events that arrived
     meanwhile, so a hub's thousands of foci never keep an edit's event waiting for long."""
     rt = current()
-    time.sleep(min(max(wait_s, 0.0), 1.0))
+    time.sleep(_still_to_wait_s(wait_s, drain.request.get(SENT_HEADER), rt.clock_ms()))
     if flag != CONTINUED:
         rt.coordination.clear_flag(flag)
     if flag not in (JOIN, CONTINUED) and len(rt.dirty.ready()) > 1:
@@ -108,13 +119,17 @@ def drain(wait_s: float = 0.0, flag: str = EDITED) -> int:
 
 def _next_drain(rt: Runtime, written: int) -> tuple[float | None, str]:
     """(when, why) to drain again: at once, as this drain's successor (behind what was queued
-    meanwhile), while settled foci wait; after the debounce when only fresh ones do; after 0.2 s
-    when other workers hold the rest."""
+    meanwhile), while settled foci wait; when the oldest of the fresh ones settles when only they
+    do; after 0.2 s when other workers hold the rest."""
     if not written:
         return 0.2, RETRY
-    if rt.dirty.ready(settled_before_ms=rt.clock_ms() - rt.debounce_ms):
+    now_ms = rt.clock_ms()
+    if rt.dirty.ready(settled_before_ms=now_ms - rt.debounce_ms):
         return 0, CONTINUED
-    return None, RETRY
+    oldest_ms = rt.dirty.oldest_ms()
+    if oldest_ms is None:
+        return None, RETRY
+    return max(0.0, oldest_ms + rt.debounce_ms - now_ms) / 1000, RETRY
 
 
 @contextlib.contextmanager

@@ -8,5 +8,6 @@ from __future__ import annotations
 
 __all__ = ["SENT_HEADER"]
 
-#: When an events task was sent (wall-clock ms): the worker times its delivery from it.
+#: When an events task, or a drain that waits, was sent (wall-clock ms): the worker times the
+#: events' delivery from it, and a drain counts its wait from it (tasks.jobs).
 SENT_HEADER = "graphrag_sent_ms"

@@ -47,8 +47,9 @@ def test_the_next_drain_comes_at_once_while_settled_foci_wait(world: World) -> N
     assert jobs._next_drain(rt, written=100) == (0, jobs.CONTINUED)  # behind what arrived since
     assert jobs._next_drain(rt, written=0) == (0.2, jobs.RETRY)  # others hold them: look again
     world.dirty.done(world.dirty.take(10))
-    world.dirty.add([3], now_ms=world.clock())
-    assert jobs._next_drain(rt, written=100) == (None, jobs.RETRY)  # fresh ones: after the debounce
+    world.dirty.add([3], now_ms=world.clock() - 20)
+    countdown_s, reason = jobs._next_drain(rt, written=100)  # fresh ones: when the oldest settles
+    assert reason == jobs.RETRY and countdown_s == pytest.approx(0.03)
 
 
 def test_every_busy_drain_queues_its_own_successor(world: World, sent: list[dict[str, Any]]) -> None:
@@ -75,3 +76,19 @@ def test_a_full_rebuild_reads_afresh_what_a_drain_carried(
     jobs.nightly_dispatch()
     snapshots = [v for k, (v, _) in world.cache.state.snapshots.items() if k.note_id == 30]
     assert snapshots and all(b"Renamed without an event" in v for v in snapshots)
+
+
+def test_a_drain_waiting_under_a_second_counts_its_wait_from_when_it_was_sent(
+    world: World, sent: list[dict[str, Any]],
+) -> None:
+    """On RabbitMQ a sub-second debounce is waited out by the task: a drain that arrives late (it
+    queued behind other work) must not wait the whole debounce again on top."""
+    rt = dataclasses.replace(runtime(world), subsecond_countdowns=False)
+    jobs.schedule_drain(rt)
+    (message,) = sent
+    sent_ms = message["headers"][jobs.SENT_HEADER]
+    assert message["kwargs"] == {"flag": jobs.EDITED, "wait_s": 0.05} and sent_ms == world.clock()
+    assert jobs._still_to_wait_s(0.05, sent_ms, sent_ms + 10) == pytest.approx(0.04)
+    assert jobs._still_to_wait_s(0.05, sent_ms, sent_ms + 80) == 0  # delivered after its foci settled
+    assert jobs._still_to_wait_s(0.05, None, sent_ms + 80) == 0.05  # an older sender's message
+    assert jobs._still_to_wait_s(5, sent_ms, sent_ms) == 1.0  # never more than a second
