@@ -14,7 +14,7 @@ or for ``markdown`` the text (the tree strategies' layout of :mod:`graphrag.tree
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import orjson
@@ -23,7 +23,7 @@ from graphrag import InvalidParameter, check_note_id, get_strategy, slice_result
 from graphrag.core.params import MAX_TOKEN_LIMIT_CEILING
 from graphrag.tree.markdown import graph_markdown
 from graphrag.wiki.focus.render import markdown_json
-from graphrag.wiki.focus.strategy import WikiOutcome, replay, replay_json
+from graphrag.wiki.focus.strategy import WikiOutcome, replay, replay_json, shared_limit
 from graphrag.wiki.model import Viewer
 from service.envelope import Envelope, SnapshotKey, key_limit
 
@@ -157,12 +157,24 @@ def _replay_key(envelope: Envelope, ask: Ask) -> tuple[object, ...]:
 
 
 def _traced_body(envelope: Envelope, ask: Ask) -> Answer:
+    """The stored result, a kept answer or a replay, looked up at the least limit that gives the
+    same answer (graphrag.wiki.focus.cut.full_limit: every limit from it on shows the whole
+    trace), so that one answer serves all of them, the stored one included."""
     if ready(envelope, ask):
         return Answer(envelope.result_json)
     kept = kept_answer(envelope, ask)
     if kept is not None:
         return kept
-    answer = _replayed(envelope, ask)
+    assert envelope.trace is not None
+    trace, stored = envelope.trace, envelope.result_limit
+    shared = replace(ask, token_limit=shared_limit(trace, ask.token_limit))
+    if ask.fmt == "json" and stored is not None and shared_limit(trace, stored) == shared.token_limit:
+        return Answer(envelope.result_json)
+    kept = kept_answer(envelope, shared) if shared != ask else None
+    return kept if kept is not None else _kept(envelope, shared, _replayed(envelope, shared))
+
+
+def _kept(envelope: Envelope, ask: Ask, answer: Answer) -> Answer:
     if envelope.replays is not None:
         envelope.replays.put(_replay_key(envelope, ask), answer,
                              len(answer.body) + 2 * len(answer.text or ""))

@@ -124,3 +124,25 @@ def test_kept_answers_stay_within_their_budget() -> None:
     assert kept.get("large") is None
     kept.put(39, "answer 39 again", 60)  # replaced, counted once
     assert kept.get(39) == "answer 39 again" and kept.kept_bytes <= 1_600
+
+
+def test_limits_that_show_the_whole_trace_share_one_answer(replays: list[int]) -> None:
+    """From a trace's full limit on (graphrag.wiki.focus.cut.full_limit) every limit gives one
+    answer: the stored result when the stored limit is among them, else one replay kept for all."""
+    small = Site(kept=8, answers_bytes=1 << 20)  # all it links to fits in the focus cap's budget
+    for limit in (1_500, 2_100, 3_000):
+        assert small.reader.get(small.focus, token_limit=limit).body == small.live(limit)
+    assert replays == []  # the stored result (tokenLimit 2000) answered them all
+    assert small.reader.get(small.focus, token_limit=1_499).body == small.live(1_499)
+    assert len(replays) == 1
+    large = Site(kept=8, answers_bytes=1 << 20)
+    book = large.db.notes[large.focus].notebook_id
+    for k in range(10):
+        large.db.link(large.focus, large.db.note(f"Long {k}", book, None, H + "word " * 150))
+    large.now[0] += 1_000
+    large.rebuild()  # its full limit (2,505) is past the stored 2,000
+    replays.clear()
+    wants = {limit: large.live(limit) for limit in (2_000, 2_600, 2_800, 3_000)}
+    assert {limit: large.reader.get(large.focus, token_limit=limit).body for limit in wants} == wants
+    assert wants[2_600] == wants[3_000] != wants[2_000]
+    assert len(replays) == 1  # 2,600 replayed; 2,800 and 3,000 took its answer

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Generator
 
 from graphrag.wiki.focus.build import budget_bounds, trace
-from graphrag.wiki.focus.cut import cut, cut_json
+from graphrag.wiki.focus.cut import cut, cut_json, full_limit, shared_limit
 from graphrag.wiki.focus.trace import Trace
 from graphrag.wiki.focus.types import (
     FocusContextParams,
@@ -49,6 +49,8 @@ __all__ = [
     "cut",
     "cut_json",
     "focus_context",
+    "full_limit",
+    "shared_limit",
     "trace",
 ]
 

@@ -28,7 +28,7 @@ from graphrag.wiki.focus.render import focus_json, path_json, related_json, resu
 from graphrag.wiki.focus.trace import NoteFields, Trace
 from graphrag.wiki.focus.types import FocusContextResult, FocusNoteOut, RelatedNoteOut, TraceTooSmall
 
-__all__ = ["cut", "cut_json", "focus_uri"]
+__all__ = ["cut", "cut_json", "focus_uri", "full_limit", "shared_limit"]
 
 T = TypeVar("T")
 
@@ -73,6 +73,62 @@ def cut_json(trace: Trace, token_limit: int) -> bytes:
             focus_path = focus_path or path_json(_path(trace, -1))
         related.append(_related(trace, note_id, depth, anchor, focus_path))
     return results_json(_focus_json(trace, focus, token_limit), related)
+
+
+def shared_limit(trace: Trace, token_limit: int) -> int:
+    """The least tokenLimit known to give ``token_limit``'s answer: :func:`full_limit` for a limit
+    at or above it (within the trace), else ``token_limit`` itself. A reader keeps one answer for
+    all the limits that share it."""
+    full = _derived(trace, ("full limit",), lambda: full_limit(trace))
+    if full is None or not full <= token_limit <= trace.max_token_limit:
+        return token_limit
+    return full
+
+
+def full_limit(trace: Trace) -> int | None:
+    """The least budget from which every larger one (up to the trace's) shows everything the trace
+    holds, so gives the same answer; None when there is none (an incomplete ladder or peer list,
+    whose large budgets the trace does not replay, or a damaged trace's costs).
+
+    From the focus cap on, the focus (its body cut to the cap) and its estimate stay the same. With
+    R the budget less that estimate, peers take part once R reaches the gate, every ladder entry
+    is emitted once the wiki share exceeds what all but the last cost (the entry that overshoots
+    is kept; a complete ladder then ends), and every offer fits once the peer share reaches what
+    the offers cost; both shares only grow with R."""
+    params = trace.params
+    if trace.sample_siblings is None:
+        return None
+    _, _, tokens = _focus_body(trace, params.focus_content_cap)
+    needs = [params.peer_gate] + (_related_needs(trace) if trace.max_depth >= 1 else [])
+    full = max(params.focus_content_cap, tokens + max(needs))
+    return full if full <= trace.max_token_limit else None
+
+
+def _related_needs(trace: Trace) -> list[int]:
+    """The least R at which every ladder entry is emitted and the least at which every offer then
+    fits (past the trace's limit when never); [R past it] when the trace cannot show them all."""
+    params, most = trace.params, trace.max_token_limit
+    spent, rising = _derived(trace, ("spent",), lambda: _spent(trace))
+    if not trace.wiki_complete or not rising:
+        return [most + 1]
+    emitted = len(spent) - 1
+    offers, error = _derived(trace, ("offers", emitted), lambda: _made(trace, emitted))
+    if error is not None:
+        return [most + 1]
+    costs = sum(c for n, _, _ in offers if (c := trace.notes.cost(n)) is not None)
+    last = spent[-2] if emitted else -1  # (the last entry is emitted once the one before fits)
+    return [_least(lambda r: params.wiki_budget(r) > last, most),
+            _least(lambda r: r - params.wiki_budget(r) >= costs, most)]
+
+
+def _least(holds: Callable[[int], bool], most: int) -> int:
+    """The least r in [0, most] for which ``holds`` (false, then true for good) holds; most + 1
+    when it never does."""
+    low, high = 0, most + 1
+    while low < high:
+        middle = (low + high) // 2
+        low, high = (low, middle) if holds(middle) else (middle + 1, high)
+    return low
 
 
 def _related(trace: Trace, note_id: int, depth: int, anchor: int, focus_path: bytes) -> bytes:

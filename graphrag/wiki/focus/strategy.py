@@ -23,13 +23,15 @@ from graphrag.wiki.focus.context import (
     Trace,
     cut,
     cut_json,
+    shared_limit,
     trace,
 )
 from graphrag.wiki.focus.render import markdown_json, render_markdown, result_json
 from graphrag.wiki.model import WikiNeed
 from graphrag.wiki.view import WikiView
 
-__all__ = ["STRATEGY", "WikiOutcome", "WikiWorkspace", "focus_context_run", "replay", "replay_json"]
+__all__ = ["STRATEGY", "WikiOutcome", "WikiWorkspace", "focus_context_run", "replay", "replay_json",
+           "shared_limit"]
 
 
 @dataclass
