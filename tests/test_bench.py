@@ -18,7 +18,7 @@ from ops.bench.graph import pages
 from ops.bench.helpers import percentile
 from ops.bench.plan import PAGE, size_name
 from ops.bench.report import render_markdown
-from ops.bench.stages import quantile_s
+from ops.bench.stages import floor_figures, quantile_s
 from ops.bench.targets import TARGETS, TOPOLOGIES
 
 RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
@@ -163,3 +163,15 @@ def test_a_stage_quantile_is_read_from_buckets_as_prometheus_reads_it() -> None:
     assert quantile_s({0.01: 2.0, math.inf: 4.0}, 0.9) == 0.01  # in +Inf: the last finite bound
     assert math.isnan(quantile_s({0.01: 0.0, math.inf: 0.0}, 0.5))
     assert math.isnan(quantile_s({}, 0.5))
+
+
+def test_each_edit_is_set_against_its_own_floor_beside_the_p50_edits() -> None:
+    """A wide edit is slow because its foci are many: over its own floor it is not an outlier."""
+    samples = [100.0] * 19 + [500.0]
+    single = {"p95_ms": 500.0, "samples_ms": samples, "timeouts": 0, "warmup_ms": [120.0]}
+    rebuilt = [40.0] * 19 + [400.0]  # the last edit's foci take ten times as long in process
+    figures = floor_figures(single, rebuilt, 10.0, 50, {}, 40.0)
+    assert figures["floor_ms"] == 100.0 and figures["p95_over_floor"] == 5.0
+    assert figures["p95_over_own_floors"] == 1.0
+    timed_out = floor_figures(single | {"timeouts": 1}, rebuilt, 10.0, 50, {}, 40.0)
+    assert math.isnan(timed_out["p95_over_own_floors"])  # the samples no longer line up

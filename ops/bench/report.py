@@ -196,7 +196,9 @@ def stage_lines(r: dict[str, Any]) -> list[str]:
              ["p95 / floor", *(fmt(x["p95_over_floor"]) for _, x in shown)],
              ["first edit / floor", *(fmt(x["first_edit_over_floor"]) for _, x in shown)],
              ["first edit / its own floor",
-              *(fmt(x.get("first_edit_over_own_floor")) for _, x in shown)]]
+              *(fmt(x.get("first_edit_over_own_floor")) for _, x in shown)],
+             ["each edit / its own floor, p95",
+              *(fmt(x.get("p95_over_own_floors")) for _, x in shown)]]
     return ["Where a single edit's time goes, p50 / p95 in ms per stage (from the processes' "
             "`graphrag_edit_stage_seconds` buckets; `compute` and `write` per drain batch), and "
             "what it cannot avoid on the same topology (ops/bench/stages.py):", "",
