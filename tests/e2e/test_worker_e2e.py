@@ -140,7 +140,18 @@ def test_a_restored_note_comes_back(system: System) -> None:
     assert mismatches(system, near) == []
     assert {11, 43, 44} <= system.store.dependents([11])  # itself, and its children's paths
     response = system.http.get("/notes/11/graph", headers={"Authorization": f"Bearer {TOKEN}"})
-    assert response.status_code == 200 and response.headers["X-Graphrag-Source"] == "cache"
+    state = (dict(response.headers), generations(system, 11), system.dirty.size())
+    assert response.status_code == 200 and response.headers["X-Graphrag-Source"] == "cache", state
+
+
+def generations(system: System, note_id: int) -> dict[str, object]:
+    """Each stored variant's generation beside the note's counter (what decides outdated)."""
+    envelopes = system.envelopes()
+    out: dict[str, object] = {"counter": system.redis.get(system.store.keys.generation(note_id))}
+    for key in system.variant_keys(note_id):
+        found = envelopes.get(key)
+        out[key.decode()] = None if found is None else found.generation
+    return out
 
 
 def test_a_moved_note_shows_under_its_new_parent(system: System) -> None:
