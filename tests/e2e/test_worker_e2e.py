@@ -18,6 +18,7 @@ import time
 import pytest
 
 from graphrag import NoteNotFound
+from service.envelope import decode_envelope
 from tests.e2e.conftest import FIGURES, wait_until
 from tests.e2e.worker_system import (
     FRESH_WITHIN_S,
@@ -140,16 +141,18 @@ def test_a_restored_note_comes_back(system: System) -> None:
     assert mismatches(system, near) == []
     assert {11, 43, 44} <= system.store.dependents([11])  # itself, and its children's paths
     response = system.http.get("/notes/11/graph", headers={"Authorization": f"Bearer {TOKEN}"})
-    state = (dict(response.headers), generations(system, 11), system.dirty.size())
-    assert response.status_code == 200 and response.headers["X-Graphrag-Source"] == "cache", state
+    if response.status_code != 200 or response.headers["X-Graphrag-Source"] != "cache":
+        pytest.fail(f"not a hit: {dict(response.headers)}, dirty {system.dirty.size()}, "
+                    f"generations {generations(system, 11)}")
 
 
 def generations(system: System, note_id: int) -> dict[str, object]:
-    """Each stored variant's generation beside the note's counter (what decides outdated)."""
-    envelopes = system.envelopes()
+    """Each stored variant's generation (None: absent or undecodable) beside the note's counter:
+    what decides whether a snapshot is outdated."""
+    keys = system.variant_keys(note_id)
     out: dict[str, object] = {"counter": system.redis.get(system.store.keys.generation(note_id))}
-    for key in system.variant_keys(note_id):
-        found = envelopes.get(key)
+    for key, raw in system.values(keys).items():
+        found = None if raw is None else decode_envelope(raw)
         out[key.decode()] = None if found is None else found.generation
     return out
 

@@ -14,6 +14,9 @@ For a combined budget B (``tokenLimit``), as ``FocusContextRetrievalService.retr
    itself, the focus or a claimed note; offers in (anchor depth, anchor index) order, first one per
    note wins; a peer is skipped when it costs more than what remains (a later cheaper one may still
    get in) and the phase stops once nothing remains. A peer has depth w + 1 and its anchor's path.
+
+From a trace's *full limit* on (:func:`full_limit`) every budget shows all the trace holds, so
+every such tokenLimit has one answer, which a reader keeps once (:func:`shared_limit`).
 """
 
 from __future__ import annotations
@@ -86,9 +89,11 @@ def shared_limit(trace: Trace, token_limit: int) -> int:
 
 
 def full_limit(trace: Trace) -> int | None:
-    """The least budget from which every larger one (up to the trace's) shows everything the trace
-    holds, so gives the same answer; None when there is none (an incomplete ladder or peer list,
-    whose large budgets the trace does not replay, or a damaged trace's costs).
+    """A budget from which every larger one (up to the trace's) shows everything the trace holds,
+    so gives the same answer (at least the focus cap: a smaller budget may show it all too); None
+    when there is none (an incomplete ladder or peer list, whose large budgets the trace does not
+    replay) or the costs are not a computation's (one below 1: the greedy steps would not be
+    monotone, so a larger budget could show other notes).
 
     From the focus cap on, the focus (its body cut to the cap) and its estimate stay the same. With
     R the budget less that estimate, peers take part once R reaches the gate, every ladder entry
@@ -96,7 +101,7 @@ def full_limit(trace: Trace) -> int | None:
     is kept; a complete ladder then ends), and every offer fits once the peer share reaches what
     the offers cost; both shares only grow with R."""
     params = trace.params
-    if trace.sample_siblings is None:
+    if trace.sample_siblings is None or (len(trace.notes) and trace.least_cost < 1):
         return None
     _, _, tokens = _focus_body(trace, params.focus_content_cap)
     needs = [params.peer_gate] + (_related_needs(trace) if trace.max_depth >= 1 else [])
