@@ -147,13 +147,9 @@ def ready(envelope: Envelope, ask: Ask) -> bool:
 def kept_answer(envelope: Envelope, ask: Ask) -> Answer | None:
     """The answer to ``ask`` replayed before from this value's trace bytes, if the reader kept it
     (Envelope.replays): what a replay now would give, without inflating or parsing the trace."""
-    memo = envelope.replays
-    kept = None if memo is None else memo.get(_replay_key(envelope, ask))
+    memo, identity = envelope.replays, envelope.replay_identity
+    kept = None if memo is None or identity is None else memo.get((identity, ask.token_limit, ask.fmt))
     return kept if isinstance(kept, Answer) else None
-
-
-def _replay_key(envelope: Envelope, ask: Ask) -> tuple[object, ...]:
-    return (envelope.trace_identity, ask.token_limit, ask.fmt)
 
 
 def _traced_body(envelope: Envelope, ask: Ask) -> Answer:
@@ -175,9 +171,10 @@ def _traced_body(envelope: Envelope, ask: Ask) -> Answer:
 
 
 def _kept(envelope: Envelope, ask: Ask, answer: Answer) -> Answer:
-    if envelope.replays is not None:
-        envelope.replays.put(_replay_key(envelope, ask), answer,
-                             len(answer.body) + 2 * len(answer.text or ""))
+    memo, identity = envelope.replays, envelope.replay_identity
+    if memo is not None and identity is not None:
+        memo.put((identity, ask.token_limit, ask.fmt), answer,
+                 len(answer.body) + 2 * len(answer.text or ""))
     return answer
 
 

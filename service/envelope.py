@@ -155,10 +155,20 @@ class Envelope:
         :attr:`trace_identity` (service.reader.traces), so it is not inflated and parsed again."""
         self.__dict__["trace"] = trace
 
-    def adopt_replays(self, replays: ReplayMemo) -> None:
+    def adopt_replays(self, replays: ReplayMemo,
+                      identity: tuple[object, ...] | None = None) -> None:
         """Hold ``replays``: the answers the reader replayed before, among them those from bytes of
-        the same :attr:`trace_identity` (service.reader.traces), consulted before the trace is."""
+        the same :attr:`trace_identity` (service.reader.traces), consulted before the trace is.
+        A view computed for one reader has no stored bytes: it is given an ``identity`` of its own,
+        which no other value has (service.reader.viewer_reads)."""
         self.__dict__["replays"] = replays
+        self.__dict__["replay_identity"] = identity if identity is not None else self.trace_identity
+
+    @property
+    def replay_identity(self) -> tuple[object, ...] | None:
+        """What this value's answers are filed under among :attr:`replays` (None: not filed)."""
+        held: tuple[object, ...] | None = self.__dict__.get("replay_identity")
+        return held
 
     @property
     def replays(self) -> ReplayMemo | None:

@@ -95,7 +95,7 @@ class SnapshotReader:
         #: another viewer's reads, remembered while access holds (service.access)
         self.viewers = ViewerReads(service.store, self.live, self.metrics, epoch=epoch,
                                    clock_ms=lambda: time.monotonic_ns() // 1_000_000,
-                                   ttl_ms=verdict_ttl_ms)
+                                   ttl_ms=verdict_ttl_ms, answers=self.traces.kept_answers())
 
     def strategies(self) -> tuple[str, ...]:
         """The strategies kept as snapshots, the first being the default. A callable in the

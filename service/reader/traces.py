@@ -92,6 +92,10 @@ class ParsedTraces:
                                                    ttl_ms=None, size=max(size, 1))
         self.answers = KeptAnswers(answers_bytes)
 
+    def kept_answers(self) -> KeptAnswers | None:
+        """Where replayed answers are kept (None: they are not)."""
+        return self.answers if self.answers.budget_bytes else None
+
     def adopt(self, envelope: Envelope) -> None:
         """Give ``envelope`` (just decoded) what was kept from the same bytes: the answers replayed
         from them, and the trace parsed from them."""

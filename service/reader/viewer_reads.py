@@ -22,11 +22,15 @@ snapshot as stored (note, generation, time of computation) and the viewer:
   cannot be asked keeps nothing.
 
 So in steady state another viewer's read asks the database nothing: one cache read, and a replay
-of the owner's or their own trace.
+of the owner's or their own trace. The answers replayed from a kept view are kept beside the
+reader's others (service.reader.traces), filed under a name given when the view is kept (a count
+of this process, which no stored value's identity equals), so they are reached only through that
+view and go unread once it is replaced.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 
 from graphrag.core.errors import CacheUnavailable
@@ -34,7 +38,7 @@ from graphrag.wiki.focus.types import NoteNotReadable
 from graphrag.wiki.model import Viewer
 from service.access import Remembered
 from service.answers import Ask, envelope_body
-from service.envelope import Envelope, Fact, SnapshotKey
+from service.envelope import Envelope, Fact, ReplayMemo, SnapshotKey
 from service.metrics import ReaderMetrics
 from service.ports import NoteSource
 from service.reader.live import LiveReads
@@ -59,8 +63,10 @@ class ViewerReads:
     """Serves another viewer's read of a current, fresh snapshot (module docstring)."""
 
     def __init__(self, source: NoteSource, live: LiveReads, metrics: ReaderMetrics, *,
-                 epoch: Callable[[], int], clock_ms: Callable[[], int], ttl_ms: int | None) -> None:
-        self.source, self.live, self.metrics = source, live, metrics
+                 epoch: Callable[[], int], clock_ms: Callable[[], int], ttl_ms: int | None,
+                 answers: ReplayMemo | None = None) -> None:
+        self.source, self.live, self.metrics, self.answers = source, live, metrics, answers
+        self._kept_views = itertools.count()
         self.verdicts: Remembered[str] = Remembered(epoch=epoch, clock_ms=clock_ms, ttl_ms=ttl_ms)
         self.kept_ms = VIEW_KEPT_MS if ttl_ms is None else min(ttl_ms, VIEW_KEPT_MS)
         self.views: Remembered[Envelope] = Remembered(epoch=epoch, clock_ms=clock_ms,
@@ -112,6 +118,8 @@ class ViewerReads:
             raise
         if self._watched(ask.note_id, set(own.depends_on) - set(envelope.depends_on), seq):
             own.trace  # noqa: B018 (parsed here, in the route's thread, never by the hot read)
+            if self.answers is not None:  # (its replays kept under a name no other value has)
+                own.adopt_replays(self.answers, ("view", next(self._kept_views)))
             self.views.put(key, own, epoch=epoch, at_ms=at_ms)
         return as_served(envelope_body(own, ask), "live", own.computed_at_ms, own.computed_at_ms)
 

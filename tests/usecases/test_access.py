@@ -16,6 +16,7 @@ import pytest
 from graphrag import CharsCounter, Request, StrategyParams
 from graphrag.wiki.focus.types import NoteNotReadable
 from graphrag.wiki.model import Viewer
+from service import answers
 from service.access import Remembered
 from service.cdc import ACCESS, WATCHED, events_of, touches_access
 from service.context import ContextService
@@ -142,6 +143,23 @@ def test_a_viewers_own_view_is_remembered_when_the_owners_facts_cover_it() -> No
     assert site.read(2) == wants[3]  # nothing told the reader yet: the view it remembered
     site.epoch[0] += 1  # change capture read the subscription's row
     assert site.read(2) == ("cache", site.live(2)) and site.live(2) == site.live(1)
+
+
+def test_a_kept_views_replayed_answers_are_kept_with_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    site = Site(private_link=True)
+    replays: list[int] = []
+    replay = answers._replayed
+    monkeypatch.setattr(answers, "_replayed",
+                        lambda envelope, ask: replays.append(ask.token_limit) or replay(envelope, ask))
+    assert site.read(2) == ("live", site.live(2))  # computed for them once, and kept
+    wants = {limit: ("cache", site.live(2, limit)) for limit in (1, 700)}
+    assert {limit: site.read(2, limit) for limit in wants} == wants
+    assert replays == [1, 700]
+    assert {limit: site.read(2, limit) for limit in wants} == wants
+    assert replays == [1, 700]  # read again: the answers kept with the view, nothing cut again
+    site.db.subscriptions.add((2, min(site.db.notebooks) + 3))  # now they may read the secret
+    site.epoch[0] += 1  # access moved: the view and what was kept with it answer no more
+    assert site.read(2, 700) == ("cache", site.live(2, 700)) != wants[700]
 
 
 def test_a_view_reading_beyond_the_owners_facts_is_kept_and_outdated_by_an_edit_of_them() -> None:
