@@ -147,9 +147,15 @@ def ready(envelope: Envelope, ask: Ask) -> bool:
 def kept_answer(envelope: Envelope, ask: Ask) -> Answer | None:
     """The answer to ``ask`` replayed before from this value's trace bytes, if the reader kept it
     (Envelope.replays): what a replay now would give, without inflating or parsing the trace."""
-    memo, identity = envelope.replays, envelope.replay_identity
-    kept = None if memo is None or identity is None else memo.get((identity, ask.token_limit, ask.fmt))
+    memo, key = envelope.replays, _replay_key(envelope, ask)
+    kept = None if memo is None or key is None else memo.get(key)
     return kept if isinstance(kept, Answer) else None
+
+
+def _replay_key(envelope: Envelope, ask: Ask) -> tuple[object, ...] | None:
+    """What an answer to ``ask`` from ``envelope`` is kept under (None: the value is not filed)."""
+    identity = envelope.replay_identity
+    return None if identity is None else (identity, ask.token_limit, ask.fmt)
 
 
 def _traced_body(envelope: Envelope, ask: Ask) -> Answer:
@@ -163,18 +169,20 @@ def _traced_body(envelope: Envelope, ask: Ask) -> Answer:
         return kept
     assert envelope.trace is not None
     trace, stored = envelope.trace, envelope.result_limit
-    shared = replace(ask, token_limit=shared_limit(trace, ask.token_limit))
-    if ask.fmt == "json" and stored is not None and shared_limit(trace, stored) == shared.token_limit:
+    limit = shared_limit(trace, ask.token_limit)
+    if ask.fmt == "json" and stored is not None and shared_limit(trace, stored) == limit:
         return Answer(envelope.result_json)
-    kept = kept_answer(envelope, shared) if shared != ask else None
+    if limit == ask.token_limit:
+        return _kept(envelope, ask, _replayed(envelope, ask))
+    shared = replace(ask, token_limit=limit)
+    kept = kept_answer(envelope, shared)
     return kept if kept is not None else _kept(envelope, shared, _replayed(envelope, shared))
 
 
 def _kept(envelope: Envelope, ask: Ask, answer: Answer) -> Answer:
-    memo, identity = envelope.replays, envelope.replay_identity
-    if memo is not None and identity is not None:
-        memo.put((identity, ask.token_limit, ask.fmt), answer,
-                 len(answer.body) + 2 * len(answer.text or ""))
+    memo, key = envelope.replays, _replay_key(envelope, ask)
+    if memo is not None and key is not None:
+        memo.put(key, answer, len(answer.body) + 2 * len(answer.text or ""))
     return answer
 
 
