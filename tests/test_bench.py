@@ -18,7 +18,7 @@ from ops.bench.graph import pages
 from ops.bench.helpers import percentile
 from ops.bench.plan import PAGE, size_name
 from ops.bench.report import render_markdown
-from ops.bench.stages import floor_figures, quantile_s
+from ops.bench.stages import floor_figures, quantile_s, slowest_lines
 from ops.bench.targets import TARGETS, TOPOLOGIES
 
 RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
@@ -175,3 +175,13 @@ def test_each_edit_is_set_against_its_own_floor_beside_the_p50_edits() -> None:
     assert figures["p95_over_own_floors"] == 1.0
     timed_out = floor_figures(single | {"timeouts": 1}, rebuilt, 10.0, 50, {}, 40.0)
     assert math.isnan(timed_out["p95_over_own_floors"])  # the samples no longer line up
+
+
+def test_the_slowest_edits_say_their_width_and_the_edit_before() -> None:
+    pairs = [(1, 10), (2, 20), (3, 30)]
+    foci = [({1, 10}, {1, 10}), ({2}, {2, 20, 21, 22}), ({3, 30}, {3, 30, 31})]
+    lines = slowest_lines(pairs, foci, [90.0, 400.0, 150.0], count=2)
+    assert lines == ["400 ms: 1/4 foci, watched wide, after an edit of 2",
+                     "150 ms: 2/3 foci, watched urgent, after an edit of 4"]
+    assert slowest_lines(pairs[:1], foci[:1], [90.0], count=4) == [
+        "90 ms: 2/2 foci, watched urgent, after an edit of 0"]

@@ -57,6 +57,7 @@ committed ``benchmarks/results/latest.json`` has an entry and that every module 
     invalidation.first_edit_stages                ops.bench.stages       the first edit's stages
     invalidation.first_edit_over_own_floor        ops.bench.stages       over its own foci's floor
     invalidation.p95_over_own_floors              ops.bench.stages       each edit over its own floor
+    invalidation.slowest_edits                    ops.bench.stages       what the slowest edits had
     cdc.mcp_notification                          ops.bench.notify
     cdc.notification_p50_ms                       ops.bench.notify
     cdc.notification_p95_ms                       ops.bench.notify

@@ -34,7 +34,7 @@ from ops.bench.invalidation import edit_floor, edit_latencies, edit_pairs, quiet
 from ops.bench.notify import notification_latencies
 from ops.bench.plan import EDIT_MARK, WARMUP_EDITS, Bench, BenchError
 from ops.bench.services import process_group, services
-from ops.bench.stages import stage_watch, typical_first
+from ops.bench.stages import slowest_edits, stage_watch, typical_first
 from storage.binlog import current_position
 from storage.database import close_engine
 from storage.redis import probe
@@ -112,6 +112,9 @@ def _measure(bench: Bench, graph: Graph) -> dict[str, Any]:
                                                       webhook=False))
                 quiet(svc, wiring_for(bench, graph, "main"))
             cdc |= {"warmup_ms": rounded(cold)}
+            if not cdc["timeouts"]:
+                cdc["slowest_edits"] = slowest_edits(wiring_for(bench, graph, "main"), measured,
+                                                     cdc["samples_ms"])
             cdc |= edit_floor(bench, graph, svc, [e for e, _ in measured], cdc, watch.figures(),
                               first_edited=pairs[edits][0])
             notified = notification_latencies(bench, graph, svc, pairs[2 * edits:],

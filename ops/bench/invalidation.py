@@ -36,6 +36,7 @@ from ops.bench.stages import (
     broker_round_trip_ms,
     floor_figures,
     rebuild_ms,
+    slowest_edits,
     stage_watch,
     typical_first,
 )
@@ -162,6 +163,8 @@ def single_edits(bench: Bench, graph: Graph, svc: Services, pairs: list[tuple[in
     single = {"p50_ms": percentile(latencies, .5), "p95_ms": percentile(latencies, .95),
               "max_ms": max(latencies, default=math.nan), "edits": len(latencies) + timeouts,
               "timeouts": timeouts, "samples_ms": rounded(latencies), "warmup_ms": rounded(cold)}
+    if not timeouts:
+        single["slowest_edits"] = slowest_edits(wiring, pairs[WARMUP_EDITS:], latencies)
     say("the first edit's stages (sum ms / count): " + ", ".join(
         f"{s} {v['sum_ms']:.0f}/{v['count']:.0f}" for s, v in first_stages.items()))
     return {**single, "first_edit_stages": first_stages,

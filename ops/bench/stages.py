@@ -25,7 +25,9 @@ each edit's time over its own floor (its own foci rebuilt in process, the round 
 debounce): the p95 edit is often a wide one, whose own floor is several times the p50 edit's. An
 edit's time runs until its watched focus shows the edit, where its own floor rebuilds all its
 foci, so for a wide edit the ratio understates; it is absent (NaN) when an edit timed out (the
-samples no longer line up with the edits).
+samples no longer line up with the edits). ``slowest_edits`` says, for the slowest few, how
+many foci the edit affected (urgent / all), whether the focus watched was among the urgent ones,
+and how many the edit before it affected (its wide foci may still have been draining).
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ from service.note_event import NoteEvent
 from worker.compose import Wiring
 
 __all__ = ["StageWatch", "broker_round_trip_ms", "floor_figures", "quantile_s", "rebuild_ms",
-           "stage_watch", "typical_first"]
+           "slowest_edits", "slowest_lines", "stage_watch", "typical_first"]
 
 HISTOGRAM = "graphrag_edit_stage_seconds"
 ROUND_TRIPS = 30
@@ -175,6 +177,26 @@ def typical_first(wiring: Wiring, pairs: Sequence[tuple[int, int]],
     median = sorted(widths)[len(widths) // 2]
     chosen = widths.index(median)
     return [head[chosen], *head[:chosen], *head[chosen + 1:], *pairs[among:]]
+
+
+def slowest_edits(wiring: Wiring, pairs: Sequence[tuple[int, int]], latencies_ms: Sequence[float],
+                  count: int = 4) -> list[str]:
+    """What the ``count`` slowest of edits one after another had in common, one line each: its time,
+    its affected foci (urgent / all), whether its watched focus was urgent, and the width of the
+    edit before it (whose wide foci may still have been draining)."""
+    widths = [_affected(wiring, edited) for edited, _ in pairs[:len(latencies_ms)]]
+    lines = slowest_lines(pairs, widths, latencies_ms, count)
+    say("slowest edits: " + "; ".join(lines))
+    return lines
+
+
+def slowest_lines(pairs: Sequence[tuple[int, int]], foci: Sequence[tuple[set[int], set[int]]],
+                  latencies_ms: Sequence[float], count: int) -> list[str]:
+    """:func:`slowest_edits`' lines, slowest first, from each edit's (urgent, all) foci."""
+    order = sorted(range(len(foci)), key=lambda i: -latencies_ms[i])[:count]
+    return [f"{latencies_ms[i]:.0f} ms: {len(foci[i][0])}/{len(foci[i][1])} foci, watched "
+            f"{'urgent' if pairs[i][1] in foci[i][0] else 'wide'}, after an edit of "
+            f"{len(foci[i - 1][1]) if i else 0}" for i in order]
 
 
 def rebuild_ms(wiring: Wiring, edited: Sequence[int]) -> list[float]:
