@@ -178,10 +178,11 @@ def test_each_edit_is_set_against_its_own_floor_beside_the_p50_edits() -> None:
 
 
 def test_the_slowest_edits_say_their_width_and_the_edit_before() -> None:
-    pairs = [(1, 10), (2, 20), (3, 30)]
-    foci = [({1, 10}, {1, 10}), ({2}, {2, 20, 21, 22}), ({3, 30}, {3, 30, 31})]
+    pairs = [(9, 90), (1, 10), (2, 20), (3, 30)]  # (the first: the edit before the timed ones)
+    foci = [({9}, {9, 90, 91, 92, 93}), ({1, 10}, {1, 10}), ({2}, {2, 20, 21, 22}),
+            ({3, 30}, {3, 30, 31})]
     lines = slowest_lines(pairs, foci, [90.0, 400.0, 150.0], count=2)
     assert lines == ["400 ms: 1/4 foci, watched wide, after an edit of 2",
                      "150 ms: 2/3 foci, watched urgent, after an edit of 4"]
-    assert slowest_lines(pairs[:1], foci[:1], [90.0], count=4) == [
-        "90 ms: 2/2 foci, watched urgent, after an edit of 0"]
+    assert slowest_lines(pairs[:2], foci[:2], [90.0], count=4) == [
+        "90 ms: 2/2 foci, watched urgent, after an edit of 5"]

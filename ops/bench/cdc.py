@@ -113,7 +113,8 @@ def _measure(bench: Bench, graph: Graph) -> dict[str, Any]:
                 quiet(svc, wiring_for(bench, graph, "main"))
             cdc |= {"warmup_ms": rounded(cold)}
             if not cdc["timeouts"]:
-                cdc["slowest_edits"] = slowest_edits(wiring_for(bench, graph, "main"), measured,
+                cdc["slowest_edits"] = slowest_edits(wiring_for(bench, graph, "main"),
+                                                     pairs[edits + WARMUP_EDITS - 1:2 * edits],
                                                      cdc["samples_ms"])
             cdc |= edit_floor(bench, graph, svc, [e for e, _ in measured], cdc, watch.figures(),
                               first_edited=pairs[edits][0])

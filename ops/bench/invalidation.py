@@ -164,7 +164,7 @@ def single_edits(bench: Bench, graph: Graph, svc: Services, pairs: list[tuple[in
               "max_ms": max(latencies, default=math.nan), "edits": len(latencies) + timeouts,
               "timeouts": timeouts, "samples_ms": rounded(latencies), "warmup_ms": rounded(cold)}
     if not timeouts:
-        single["slowest_edits"] = slowest_edits(wiring, pairs[WARMUP_EDITS:], latencies)
+        single["slowest_edits"] = slowest_edits(wiring, pairs[WARMUP_EDITS - 1:], latencies)
     say("the first edit's stages (sum ms / count): " + ", ".join(
         f"{s} {v['sum_ms']:.0f}/{v['count']:.0f}" for s, v in first_stages.items()))
     return {**single, "first_edit_stages": first_stages,

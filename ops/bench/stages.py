@@ -181,22 +181,24 @@ def typical_first(wiring: Wiring, pairs: Sequence[tuple[int, int]],
 
 def slowest_edits(wiring: Wiring, pairs: Sequence[tuple[int, int]], latencies_ms: Sequence[float],
                   count: int = 4) -> list[str]:
-    """What the ``count`` slowest of edits one after another had in common, one line each: its time,
-    its affected foci (urgent / all), whether its watched focus was urgent, and the width of the
-    edit before it (whose wide foci may still have been draining)."""
-    widths = [_affected(wiring, edited) for edited, _ in pairs[:len(latencies_ms)]]
-    lines = slowest_lines(pairs, widths, latencies_ms, count)
+    """One line for each of the ``count`` slowest of edits made one after another: its time, its
+    affected foci (urgent / all), whether its watched focus was urgent, and how many foci the edit
+    before it affected (whose wide foci may still have been draining). ``pairs`` starts with that
+    edit before the first timed one (``latencies_ms`` times ``pairs[1:]``)."""
+    foci = [_affected(wiring, edited) for edited, _ in pairs[:len(latencies_ms) + 1]]
+    lines = slowest_lines(pairs, foci, latencies_ms, count)
     say("slowest edits: " + "; ".join(lines))
     return lines
 
 
 def slowest_lines(pairs: Sequence[tuple[int, int]], foci: Sequence[tuple[set[int], set[int]]],
                   latencies_ms: Sequence[float], count: int) -> list[str]:
-    """:func:`slowest_edits`' lines, slowest first, from each edit's (urgent, all) foci."""
-    order = sorted(range(len(foci)), key=lambda i: -latencies_ms[i])[:count]
-    return [f"{latencies_ms[i]:.0f} ms: {len(foci[i][0])}/{len(foci[i][1])} foci, watched "
-            f"{'urgent' if pairs[i][1] in foci[i][0] else 'wide'}, after an edit of "
-            f"{len(foci[i - 1][1]) if i else 0}" for i in order]
+    """:func:`slowest_edits`' lines, slowest first, from each edit's (urgent, all) foci; ``pairs``
+    and ``foci`` start with the edit before the first of ``latencies_ms``."""
+    order = sorted(range(len(latencies_ms)), key=lambda i: -latencies_ms[i])[:count]
+    return [f"{latencies_ms[i]:.0f} ms: {len(foci[i + 1][0])}/{len(foci[i + 1][1])} foci, watched "
+            f"{'urgent' if pairs[i + 1][1] in foci[i + 1][0] else 'wide'}, after an edit of "
+            f"{len(foci[i][1])}" for i in order]
 
 
 def rebuild_ms(wiring: Wiring, edited: Sequence[int]) -> list[float]:
