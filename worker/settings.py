@@ -122,6 +122,11 @@ class Settings(BaseSettings):
     #: RabbitMQ: deliveries of one message before it is parked in ``<queue>.parked``.
     delivery_limit: int = Field(default=5, ge=1, le=1000)
     debounce_ms: int = Field(default=50, ge=0, le=60_000)
+    #: A drain rebuilds at most this many foci at once, and its task keeps its worker process for
+    #: about this long before queueing its successor behind the events that arrived meanwhile: an
+    #: edit's event and its nearest foci wait for at most about one of each (tasks.jobs).
+    drain_batch: int = Field(default=100, ge=1, le=10_000)
+    drain_budget_ms: int = Field(default=250, ge=1, le=60_000)
     #: with change capture: snapshots are trusted only while its heartbeat is younger than this and
     #: it trails the database by less (0: always trusted); service.feed
     max_feed_lag_s: int = Field(default=10, ge=0, le=86_400)

@@ -109,7 +109,8 @@ def runtime_of(wiring: Wiring, celery: Celery) -> Runtime:
         rebuild=rebuild, rebuild_piece=rebuild_piece, clock_ms=wall_ms,
         bulk_backlog=lambda: queue_size(celery, "bulk"),
         sibling_radius=sibling_radius(wiring.strategies()),
-        debounce_ms=settings.debounce_ms, max_bulk_backlog=settings.max_bulk_backlog,
+        debounce_ms=settings.debounce_ms, drain_batch=settings.drain_batch,
+        drain_budget_s=settings.drain_budget_ms / 1000, max_bulk_backlog=settings.max_bulk_backlog,
         rebuild_page=settings.rebuild_page, rebuild_piece_notes=settings.rebuild_piece_notes,
         subsecond_countdowns=not is_amqp(settings.broker_url), rehearse=wiring.rehearse,
     )
