@@ -176,12 +176,16 @@ def edit_floor(bench: Bench, graph: Graph, svc: Services, edited: list[int],
                single: dict[str, Any], stages: dict[str, dict[str, float]],
                first_edited: int | None = None) -> dict[str, Any]:
     """The stages and the floor keys of ops.bench.stages for a topology's single edits, with the
-    first edit's own floor when ``first_edited`` names the note it edited."""
+    first edit's own floor when ``first_edited`` names the note it edited, and the drains' batch
+    and budget the workers ran with (the run's environment may set them)."""
     wiring = wiring_for(bench, graph, "main")
     rebuilt = rebuild_ms(wiring, edited[:FLOOR_EDITS])
     first = None if first_edited is None else rebuild_ms(wiring, [first_edited])[0]
     trip = broker_round_trip_ms(svc.env["CELERY_BROKER_URL"])
-    return floor_figures(single, rebuilt, trip, wiring.settings.debounce_ms, stages, first)
+    drains = {"drain_batch": wiring.settings.drain_batch,
+              "drain_budget_ms": wiring.settings.drain_budget_ms}
+    return {**floor_figures(single, rebuilt, trip, wiring.settings.debounce_ms, stages, first),
+            **drains}
 
 
 def reader_edits(bench: Bench, graph: Graph, svc: Services, pairs: list[tuple[int, int]],

@@ -161,7 +161,8 @@ def _healthy(base_url: str) -> bool:
 
 def service_env(bench: Bench, graph: Graph, broker_url: str, token: str, secret: str,
                 prefix: str | None = None) -> dict[str, str]:
-    keep = {"GRAPHRAG_TIKTOKEN_FILE"}
+    # (a run may set the drains' batch and budget, to measure their trade-off: edit_floor records them)
+    keep = {"GRAPHRAG_TIKTOKEN_FILE", "GRAPHRAG_DRAIN_BATCH", "GRAPHRAG_DRAIN_BUDGET_MS"}
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("GRAPHRAG_", "CELERY_")) or k in keep}
     env.update(GRAPHRAG_DATABASE_URL=graph.url, GRAPHRAG_REDIS_URL=bench.redis_url,

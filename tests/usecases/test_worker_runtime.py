@@ -137,3 +137,11 @@ def test_release_reaches_every_thread(world: World, threads: int) -> None:
     assert len(carry._held) == threads
     carry.release()
     assert not carry.holds()
+
+
+def test_the_drains_batch_and_budget_come_from_the_settings(world: World) -> None:
+    default = runtime_of(wiring_over(world), Celery())
+    assert (default.drain_batch, default.drain_budget_s) == (100, 0.25)
+    tuned = runtime_of(wiring_over(world, GRAPHRAG_DRAIN_BATCH="32", GRAPHRAG_DRAIN_BUDGET_MS="80"),
+                       Celery())
+    assert (tuned.drain_batch, tuned.drain_budget_s) == (32, 0.08)
