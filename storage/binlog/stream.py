@@ -37,7 +37,7 @@ Call :func:`check_server` before :func:`stream`: the stream itself assumes a ROW
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -325,13 +325,15 @@ def stream(
     stop: threading.Event | None = None,
     follow: bool = True,
     heartbeat_s: float = 1.0,
+    opened: Callable[[], object] = lambda: None,
 ) -> Iterator[Transaction | SchemaChanged]:
     """Committed transactions and schema changes of the URL's database, from ``start`` onwards.
 
     ``start=None`` begins at the server's current position. With ``follow`` the stream blocks for new
     transactions and returns within ``heartbeat_s`` (the server's idle heartbeat) of ``stop`` being
     set. Without ``follow`` it returns once it has caught up with the position the server had when
-    called (or the server reports it idle). Closing the iterator ends it at once.
+    called (or the server reports it idle). Closing the iterator ends it at once. ``opened`` is
+    called once the server sends the log (its first event, the rotation every dump starts with).
     """
     if not 1 <= server_id < 2**32:
         raise InvalidParameter("server_id", "must be between 1 and 2**32 - 1")
@@ -345,8 +347,12 @@ def stream(
         return
     assembler = _Assembler(database, frozenset(watched_tables), start, state.mariadb, file=start.file)
     reader = _reader(url, server_id, start, set(watched_tables), heartbeat_s, state.mariadb)
+    unopened = True
     try:
         for event in reader:
+            if unopened:
+                opened()
+                unopened = False
             item = assembler.feed(event)
             if item is not None:
                 yield item

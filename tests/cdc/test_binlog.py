@@ -249,6 +249,23 @@ def test_following_returns_soon_after_stop_is_set(cdc_db: str) -> None:
     assert time.monotonic() - began < 5
 
 
+def test_the_stream_says_once_when_the_server_sends_the_log(cdc_db: str) -> None:
+    """``opened`` comes once, when the log is being sent, and what commits after it is read:
+    ``graphrag cdc`` logs "following the log" then."""
+    stop = threading.Event()
+    seen: list[Any] = []
+
+    def opened() -> None:
+        seen.append("opened")
+        execute(cdc_db, "INSERT INTO note (title) VALUES ('after')")
+
+    for item in stream(cdc_db, server_id=SERVER_ID, watched_tables=WATCHED,
+                       start=current_position(cdc_db), stop=stop, heartbeat_s=0.2, opened=opened):
+        seen.append(item)
+        stop.set()
+    assert seen[0] == "opened" and changes(seen[1:]) == [[("insert", None, "after")]]
+
+
 def test_a_killed_replication_connection_raises_instead_of_replaying(cdc_db: str) -> None:
     start = current_position(cdc_db)
     execute(cdc_db, "INSERT INTO note (title) VALUES ('one')")

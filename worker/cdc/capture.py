@@ -80,6 +80,8 @@ class Capture:
     metrics: CdcMetrics = field(default_factory=CdcMetrics.create)
     #: a transaction changed an access row: move the access epoch (service.access)
     on_access: Callable[[], None] = lambda: None
+    #: the server sends the log from this position (each time the stream is opened)
+    opened: Callable[[BinlogPosition], None] = lambda _at: None
 
     def start(self) -> BinlogPosition:
         stored = self.positions.get()
@@ -96,9 +98,9 @@ class Capture:
         """Read until ``stop``; a purged position → full rebuild and on from the current one."""
         while not self.stop.is_set():
             try:
-                tables = set(WATCHED[self.model])
+                tables, start = set(WATCHED[self.model]), self.start()
                 for item in stream(self.url, server_id=self.server_id, watched_tables=tables,
-                                   start=self.start(), stop=self.stop):
+                                   start=start, stop=self.stop, opened=partial(self.opened, start)):
                     self.apply(item)
             except PositionPurged as err:
                 # the position first: what commits after it is read from the log, what committed
@@ -149,19 +151,21 @@ def run_cdc(settings: Settings, stop: threading.Event, metrics_port: int | None 
         log.warning("full rebuild: %s", why)
         celery.send_task("graphrag.nightly_dispatch", queue="bulk")
 
+    def opened(at: BinlogPosition) -> None:  # (once the server sends it: ready for the first edit)
+        log.info("following the log of %s (%s profile) from %s",
+                 settings.database_url.rsplit("@", 1)[-1], model, at.to_text())
+
     capture = Capture(settings.database_url, settings.cdc_server_id, model,
                       RedisPositions(wiring.client, wiring.keys),
                       outdating(celery_enqueuer(celery, stages),
                                 lambda ids: outdate_shown(ids, wiring.cache), stages),
                       full_rebuild, settings.webhook_max_events, stop, metrics,
-                      on_access=RedisAccessEpoch(wiring.client, wiring.keys).bump)
+                      on_access=RedisAccessEpoch(wiring.client, wiring.keys).bump, opened=opened)
     server = partial(_server_position, settings.database_url)
     heartbeat = RedisFeedHeartbeat(wiring.client, wiring.keys)
     with _kept(lease, stop, every_s=settings.cdc_lease_ms / 3000) as lost:
-        begin = capture.start()  # stored before the line below: what is committed after it is read
+        capture.start()  # stored before following: what is committed after it is read
         with watched_lag(capture.metrics, capture.positions, server, heartbeat):
-            log.info("following the log of %s (%s profile) from %s",
-                     settings.database_url.rsplit("@", 1)[-1], model, begin.to_text())
             capture.follow()
     return not lost.is_set()
 
