@@ -96,7 +96,7 @@ def process_events(events: list[dict[str, Any]]) -> int:
 
 @shared_task(name="graphrag.drain", **DELIVERY)
 def drain(wait_s: float = 0.0, flag: str = EDITED) -> int:
-    """Rebuild dirty foci for about one batch (``drain_budget_s``), from shards no other worker
+    """Rebuild dirty foci for ``drain_budget_s`` (then the batch it is in), from shards no other worker
     holds (service.drain.drain_session); asks for a second drain when more shards wait, so idle
     workers join in, and re-queues itself while anything is left — behind the events that arrived
     meanwhile, so a hub's thousands of foci never keep an edit's event waiting for long."""

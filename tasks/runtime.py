@@ -34,8 +34,9 @@ class Runtime:
     sibling_radius: int = 4
     drain_batch: int = 100
     debounce_ms: int = 50
-    #: How long a drain task keeps its process: about one batch, so that events queued meanwhile
-    #: (FIFO, ahead of the drain that re-queues itself) wait for one batch, not for a hub's set.
+    #: How long a drain task keeps its process (then the batch it is in): by default about one
+    #: batch, so that events queued meanwhile (FIFO, ahead of the drain that re-queues itself) wait
+    #: for about this, not for a hub's set (GRAPHRAG_DRAIN_BUDGET_MS).
     drain_budget_s: float = 0.25
     drain_lock_ttl_ms: int = 15_000
     max_bulk_backlog: int = 20

@@ -80,3 +80,12 @@ def test_unprefixed_variables_are_not_settings(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setenv("GRAPHRAG_BROKER_URL", "amqp://guest:guest@127.0.0.1:5672/v")
     read = Settings()
     assert (read.schema_name, read.broker_url) == ("doughnut-2025", "amqp://guest:guest@127.0.0.1:5672/v")
+
+
+def test_a_drain_budget_near_the_task_time_limit_names_both_variables() -> None:
+    with pytest.raises(ConfigurationError, match="GRAPHRAG_DRAIN_BUDGET_MS must stay well below "
+                                                 "GRAPHRAG_TASK_TIME_LIMIT_S"):
+        load_settings(drain_budget_ms=5_000, task_time_limit_s=10)
+    assert load_settings(drain_budget_ms=2_500, task_time_limit_s=10).drain_budget_ms == 2_500
+    with pytest.raises(ConfigurationError, match="GRAPHRAG_DRAIN_BATCH"):
+        load_settings(drain_batch=0)

@@ -122,11 +122,13 @@ class Settings(BaseSettings):
     #: RabbitMQ: deliveries of one message before it is parked in ``<queue>.parked``.
     delivery_limit: int = Field(default=5, ge=1, le=1000)
     debounce_ms: int = Field(default=50, ge=0, le=60_000)
-    #: A drain rebuilds at most this many foci at once, and its task keeps its worker process for
-    #: about this long before queueing its successor behind the events that arrived meanwhile: an
-    #: edit's event and its nearest foci wait for at most about one of each (tasks.jobs).
+    #: A drain rebuilds at most this many foci at once (an edit's nearest foci wait for about one
+    #: such batch on a busy worker process) ...
     drain_batch: int = Field(default=100, ge=1, le=10_000)
-    drain_budget_ms: int = Field(default=250, ge=1, le=60_000)
+    #: ... and its task keeps its process this long (then the batch it is in) before queueing its
+    #: successor behind the events that arrived meanwhile (tasks.jobs); well below the task time
+    #: limit.
+    drain_budget_ms: int = Field(default=250, ge=1, le=10_000)
     #: with change capture: snapshots are trusted only while its heartbeat is younger than this and
     #: it trails the database by less (0: always trusted); service.feed
     max_feed_lag_s: int = Field(default=10, ge=0, le=86_400)
@@ -258,6 +260,9 @@ class Settings(BaseSettings):
         if self.task_time_limit_s + 60 >= self.visibility_timeout_s:
             raise ValueError("GRAPHRAG_TASK_TIME_LIMIT_S must stay well below "
                              "GRAPHRAG_VISIBILITY_TIMEOUT_S (a running task would be redelivered)")
+        if self.drain_budget_ms * 4 > self.task_time_limit_s * 1000:
+            raise ValueError("GRAPHRAG_DRAIN_BUDGET_MS must stay well below GRAPHRAG_TASK_TIME_LIMIT_S "
+                             "(at most a quarter of it: a drain would be stopped in mid-batch)")
         return self
 
 

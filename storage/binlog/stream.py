@@ -333,7 +333,9 @@ def stream(
     transactions and returns within ``heartbeat_s`` (the server's idle heartbeat) of ``stop`` being
     set. Without ``follow`` it returns once it has caught up with the position the server had when
     called (or the server reports it idle). Closing the iterator ends it at once. ``opened`` is
-    called once the server sends the log (its first event, the rotation every dump starts with).
+    called at most once per call, when the server starts sending the log (its first event, the
+    rotation every dump starts with), before the first item; not at all when the stream fails or
+    ends before that.
     """
     if not 1 <= server_id < 2**32:
         raise InvalidParameter("server_id", "must be between 1 and 2**32 - 1")

@@ -250,19 +250,24 @@ def test_following_returns_soon_after_stop_is_set(cdc_db: str) -> None:
 
 
 def test_the_stream_says_once_when_the_server_sends_the_log(cdc_db: str) -> None:
-    """``opened`` comes once, when the log is being sent, and what commits after it is read:
-    ``graphrag cdc`` logs "following the log" then."""
-    stop = threading.Event()
+    """``opened`` comes once, with the dump running, and what commits after it is read: ``graphrag
+    cdc`` logs "following the log" then."""
+    stop, dumps = threading.Event(), []
     seen: list[Any] = []
 
     def opened() -> None:
+        dumps.append(len(_dump_threads(cdc_db)))
         seen.append("opened")
         execute(cdc_db, "INSERT INTO note (title) VALUES ('after')")
 
+    guard = threading.Timer(10, stop.set)  # (never called: the stream would block for good)
+    guard.start()
     for item in stream(cdc_db, server_id=SERVER_ID, watched_tables=WATCHED,
                        start=current_position(cdc_db), stop=stop, heartbeat_s=0.2, opened=opened):
         seen.append(item)
         stop.set()
+    guard.cancel()
+    assert dumps == [1]
     assert seen[0] == "opened" and changes(seen[1:]) == [[("insert", None, "after")]]
 
 

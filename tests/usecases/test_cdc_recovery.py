@@ -6,12 +6,12 @@ server are stand-ins; tests/cdc/test_capture.py runs the same path against a rea
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
-from storage.binlog import BinlogPosition, PositionPurged
+from storage.binlog import BinlogPosition, BinlogUnavailable, PositionPurged, Transaction
 from storage.memory import MemoryPositions
 from worker.cdc import capture as cdc
 
@@ -45,3 +45,29 @@ def test_a_purged_position_is_replaced_by_one_read_before_the_full_rebuild_is_qu
                 stop=stop).follow()
     assert steps == ["position read", "full rebuild queued"]
     assert positions.get() == NEW.to_text()
+
+
+def test_each_opened_stream_says_where_it_follows_from(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stored position is told when the server starts sending (``graphrag cdc`` logs it), and
+    again after a lost log, from the position stored by then."""
+    stop, opens = threading.Event(), [0]
+    told: list[BinlogPosition] = []
+
+    def read_once_then_lost(url: str, *, opened: Callable[[], object],
+                            **_: Any) -> Iterator[Transaction]:
+        opened()
+        opens[0] += 1
+        if opens[0] == 2:
+            stop.set()
+            return
+        yield Transaction(position_after=NEW)
+        raise BinlogUnavailable("connection lost")
+
+    monkeypatch.setattr(cdc, "stream", read_once_then_lost)
+    monkeypatch.setattr(cdc, "_RECONNECT_S", 0.0)
+    positions = MemoryPositions()
+    positions.put(OLD.to_text())
+    cdc.Capture(url="mysql://unused", server_id=1, model="tree", positions=positions,
+                enqueue=lambda events: None, full_rebuild=lambda reason: None, max_events=100,
+                stop=stop, on_opened=told.append).follow()
+    assert told == [OLD, NEW]

@@ -81,7 +81,7 @@ class Capture:
     #: a transaction changed an access row: move the access epoch (service.access)
     on_access: Callable[[], None] = lambda: None
     #: the server sends the log from this position (each time the stream is opened)
-    opened: Callable[[BinlogPosition], None] = lambda _at: None
+    on_opened: Callable[[BinlogPosition], None] = lambda _at: None
 
     def start(self) -> BinlogPosition:
         stored = self.positions.get()
@@ -100,7 +100,7 @@ class Capture:
             try:
                 tables, start = set(WATCHED[self.model]), self.start()
                 for item in stream(self.url, server_id=self.server_id, watched_tables=tables,
-                                   start=start, stop=self.stop, opened=partial(self.opened, start)):
+                                   start=start, stop=self.stop, opened=partial(self.on_opened, start)):
                     self.apply(item)
             except PositionPurged as err:
                 # the position first: what commits after it is read from the log, what committed
@@ -160,7 +160,7 @@ def run_cdc(settings: Settings, stop: threading.Event, metrics_port: int | None 
                       outdating(celery_enqueuer(celery, stages),
                                 lambda ids: outdate_shown(ids, wiring.cache), stages),
                       full_rebuild, settings.webhook_max_events, stop, metrics,
-                      on_access=RedisAccessEpoch(wiring.client, wiring.keys).bump, opened=opened)
+                      on_access=RedisAccessEpoch(wiring.client, wiring.keys).bump, on_opened=opened)
     server = partial(_server_position, settings.database_url)
     heartbeat = RedisFeedHeartbeat(wiring.client, wiring.keys)
     with _kept(lease, stop, every_s=settings.cdc_lease_ms / 3000) as lost:
