@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import ops.bench
+from ops.bench.doughnut_http import pooled_quantile
 from ops.bench.graph import pages
 from ops.bench.helpers import percentile
 from ops.bench.plan import PAGE, size_name
@@ -186,3 +187,14 @@ def test_the_slowest_edits_say_their_width_and_the_edit_before() -> None:
                      "150 ms: 2/3 foci, watched urgent, after an edit of 4"]
     assert slowest_lines(pairs[:2], foci[:2], [90.0], count=4) == [
         "90 ms: 2/2 foci, watched urgent, after an edit of 5"]
+
+
+def test_slices_of_doughnut_reads_pool_into_one_distribution_by_their_requests() -> None:
+    # a slice of 100 reads all at 1 ms and one of 300 at 3 ms: three quarters of the reads are 3 ms
+    fast = [(1_000.0, 0.01)] * 100
+    slow = [(3_000.0, 0.01)] * 100
+    assert pooled_quantile([(fast, 100), (slow, 300)], .25) == 1_000.0
+    assert pooled_quantile([(fast, 100), (slow, 300)], .26) == 3_000.0
+    assert pooled_quantile([(fast, 300), (slow, 100)], .5) == 1_000.0
+    assert pooled_quantile([(fast, 300), (slow, 100)], .99) == 3_000.0
+    assert pooled_quantile([], .5) == 0.0

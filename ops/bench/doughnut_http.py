@@ -2,15 +2,23 @@
 
 One ``graphrag serve`` on today's snapshots with Doughnut's users (``GRAPHRAG_READER_AUTH=doughnut``,
 access answers kept for the run as in ops.bench.doughnut_reads) answers each kind of reader of that
-module in turn. Each kind's notes are read once to warm up (one GET each, in order), then
-``wrk`` sends about :data:`RATE_PER_S` requests a second for :data:`SECONDS` from
-:data:`CONNECTIONS` keep-alive connections (each waits a random 0 to ``2 × CONNECTIONS /
-RATE_PER_S`` seconds after an answer, so that the connections do not send in step: a paced rate,
-not a saturation; it falls short of the rate by what the answers take), each request a random
-note of the kind with that kind's token and tokenLimit (2,000 for ``owner_default``, else random
-from 1 to 20,000). Per kind: wrk's p50 and p99 latency, the rate reached, and SQL statements per
-read counted on the engine (``Com_select`` of MariaDB's global status over the timed run: the
-server's own count, so it includes any other client's; the bench runs none meanwhile).
+module. Every kind's notes are read once to warm up (one GET each, in order); then the kinds are
+timed side by side: :data:`SLICES` rounds, each giving every kind in turn :data:`SLICE_S` seconds
+of ``wrk``, so that whatever else the machine does during the run (a purge of the database, a
+neighbour's load) falls on every kind alike and the ratios to the owner's default compare like with
+like. In a slice ``wrk`` sends about :data:`RATE_PER_S` requests a second from :data:`CONNECTIONS`
+keep-alive connections (each waits a random 0 to ``2 × CONNECTIONS / RATE_PER_S`` seconds after an
+answer, so that the connections do not send in step: a paced rate, not a saturation; it falls short
+of the rate by what the answers take), each request a random note of the kind with that kind's
+token and tokenLimit (2,000 for ``owner_default``, else random from 1 to 20,000).
+
+Per kind: p50 and p99 latency over its slices (each slice's latency distribution as its 100
+percentiles, pooled by the slice's request count: exact to a percentile), the rate reached, and SQL
+statements per read counted on the engine (``Com_select`` of MariaDB's global status over the
+kind's slices: the server's own count, so it includes any other client's; the bench runs none
+meanwhile), and ``sources``: how the server's reader answered them (its counters of
+:data:`SOURCES` over the kind's slices: fresh hits, another reader's answer proven the same or
+remembered, views computed live, misses, outdated snapshots).
 
 Without ``wrk`` (Debian: ``apt-get install wrk``) the rows are absent and the run says so.
 """
@@ -24,27 +32,33 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
+from prometheus_client.parser import text_string_to_metric_families
 
 from ops.bench.helpers import free_port, listening, say, wait_for
 from ops.bench.plan import Bench
 from ops.bench.services import stop_group
 from storage.database import Database, selects_run
 
-__all__ = ["doughnut_http"]
+__all__ = ["doughnut_http", "pooled_quantile"]
 
-RATE_PER_S, CONNECTIONS, SECONDS = 300, 8, 6
+RATE_PER_S, CONNECTIONS, SLICES, SLICE_S = 300, 8, 6, 1
 #: (focus, the reader's token or None, a fixed tokenLimit or None for a random one)
 HttpCall = tuple[int, str | None, int | None]
-_UNITS = {"us": 1.0, "ms": 1_000.0, "s": 1_000_000.0}
-_PERCENTILE = re.compile(rb"^\s+(50|99)%\s+([0-9.]+)(us|ms|s)\s*$", re.MULTILINE)
-_RATE = re.compile(rb"Requests/sec:\s+([0-9.]+)")
-_COUNT = re.compile(rb"(\d+) requests in")
-_ERRORS = re.compile(rb"Non-2xx or 3xx responses:\s+(\d+)")
+#: what the script's ``done`` prints: each percentile (µs), the requests, non-2xx answers, µs taken
+_LINE = re.compile(rb"^(q|n|bad|us) ([0-9.]+)(?: ([0-9.]+))?$", re.MULTILINE)
+#: one slice's latency distribution: (µs, share of the slice's requests) per percentile
+Slice = list[tuple[float, float]]
+#: how the server answered a kind's reads: its reader's counters (service.metrics.ReaderMetrics)
+SOURCES = {"graphrag_cache_hits": "hit", "graphrag_viewer_snapshot_reads": "proven",
+           "graphrag_viewer_remembered_reads": "remembered", "graphrag_viewer_live_reads": "live_view",
+           "graphrag_cache_misses": "miss", "graphrag_cache_outdated": "outdated"}
 
 
 def _env(bench: Bench, url: str, prefix: str, steady_s: int) -> dict[str, str]:
@@ -75,13 +89,15 @@ def _serving(env: Mapping[str, str], log: Path) -> Iterator[str]:
         stop_group(proc)
 
 
-def _script(calls: Sequence[HttpCall], folder: Path, kind: str) -> Path:
-    """A wrk script: a random call per request at the kind's limit, paced per connection."""
+def _script(calls: Sequence[HttpCall], folder: Path, kind: str, seed: int) -> Path:
+    """A wrk script: a random call per request at the kind's limit (its own ``seed``: no slice
+    repeats another's reads), paced per connection; at the end it prints the slice's 100
+    percentiles (0.5 to 99.5), its requests, non-2xx answers and length (:func:`_wrk`)."""
     rows = ",".join(f'{{"/api/notes/{f}/graph?tokenLimit=", "{t or ""}", {limit or 0}}}'
                     for f, t, limit in calls)
-    script = folder / f"{kind}.lua"
+    script = folder / f"{kind}-{seed}.lua"
     script.write_text(
-        f"local calls = {{{rows}}}\nmath.randomseed(11)\n"
+        f"local calls = {{{rows}}}\nmath.randomseed({seed})\n"
         "request = function()\n"
         "  local c = calls[math.random(1, #calls)]\n"
         "  local limit = c[3] > 0 and c[3] or math.random(1, 20000)\n"
@@ -89,24 +105,48 @@ def _script(calls: Sequence[HttpCall], folder: Path, kind: str) -> Path:
         "  if c[2] ~= \"\" then headers[\"Authorization\"] = \"Bearer \" .. c[2] end\n"
         "  return wrk.format(\"GET\", c[1] .. limit, headers)\n"
         "end\n"
-        f"delay = function() return math.random(0, {round(2 * CONNECTIONS * 1000 / RATE_PER_S)}) end\n")
+        f"delay = function() return math.random(0, {round(2 * CONNECTIONS * 1000 / RATE_PER_S)}) end\n"
+        "done = function(summary, latency, requests)\n"
+        "  for p = 0.5, 99.5, 1 do\n"
+        "    io.write(string.format(\"q %.1f %d\\n\", p, latency:percentile(p)))\n"
+        "  end\n"
+        "  io.write(string.format(\"n %d\\nbad %d\\nus %d\\n\", summary.requests,\n"
+        "           summary.errors.status, summary.duration))\n"
+        "end\n")
     return script
 
 
-def _wrk(base_url: str, script: Path) -> dict[str, Any]:
-    out = subprocess.run(["wrk", "-t1", f"-c{CONNECTIONS}", f"-d{SECONDS}s", "--latency", "-s",
-                          str(script), base_url], capture_output=True, check=True,
-                         timeout=SECONDS + 60).stdout
-    errors = _ERRORS.search(out)
-    if errors is not None:
-        raise RuntimeError(f"{errors.group(1).decode()} answers were not 200: {out[-600:]!r}")
-    found = {m.group(1): float(m.group(2)) * _UNITS[m.group(3).decode()]
-             for m in _PERCENTILE.finditer(out)}
-    rate, count = _RATE.search(out), _COUNT.search(out)
-    if b"50" not in found or b"99" not in found or rate is None or count is None:
+def _wrk(base_url: str, script: Path) -> tuple[Slice, int, float]:
+    """One slice: (its distribution, its requests, its seconds)."""
+    out = subprocess.run(["wrk", "-t1", f"-c{CONNECTIONS}", f"-d{SLICE_S}s", "-s", str(script),
+                          base_url], capture_output=True, check=True, timeout=SLICE_S + 60).stdout
+    lines = [(m.group(1), float(m.group(2)), m.group(3)) for m in _LINE.finditer(out)]
+    found = {name: value for name, value, _ in lines if name != b"q"}
+    if found.get(b"bad"):
+        raise RuntimeError(f"{found[b'bad']:.0f} answers were not 200: {out[-600:]!r}")
+    if not found.get(b"n") or b"us" not in found:
         raise RuntimeError(f"wrk printed no latency distribution: {out[-600:]!r}")
-    return {"p50_us": found[b"50"], "p99_us": found[b"99"], "rate_per_s": float(rate.group(1)),
-            "reads": int(count.group(1))}
+    share = 1 / sum(1 for name, _, _ in lines if name == b"q")
+    return ([(float(at or 0), share) for name, _, at in lines if name == b"q"],
+            int(found[b"n"]), found[b"us"] / 1e6)
+
+
+def pooled_quantile(slices: Sequence[tuple[Slice, int]], quantile: float) -> float:
+    """The ``quantile`` of the slices together: each slice's percentiles weighted by its requests."""
+    points = sorted((us, share * n) for dist, n in slices for us, share in dist)
+    total, seen = sum(w for _, w in points), 0.0
+    for us, weight in points:
+        seen += weight
+        if seen >= quantile * total - 1e-9:
+            return us
+    return points[-1][0] if points else 0.0
+
+
+def _sources(base_url: str) -> dict[str, float]:
+    """The server's reader counters of :data:`SOURCES` now."""
+    text = httpx.get(f"{base_url}/metrics", timeout=30).text
+    return {SOURCES[f.name]: sum(x.value for x in f.samples if x.name.endswith("_total"))
+            for f in text_string_to_metric_families(text) if f.name in SOURCES}
 
 
 def _warm(base_url: str, calls: Sequence[HttpCall]) -> None:
@@ -121,18 +161,45 @@ def _warm(base_url: str, calls: Sequence[HttpCall]) -> None:
 
 def doughnut_http(bench: Bench, url: str, engine: Database, prefix: str, steady_s: int,
                   calls: Mapping[str, Sequence[HttpCall]]) -> dict[str, Any]:
-    """Per kind: p50/p99 (µs), the rate reached, reads and SQL per read (module docstring)."""
+    """Per kind: p50/p99 (µs), the rate reached, reads, SQL per read and the reader's sources
+    (module docstring)."""
     if shutil.which("wrk") is None:
         say("Doughnut's reads over HTTP: wrk is not installed (apt-get install wrk): not measured")
         return {}
-    out: dict[str, Any] = {}
+    kinds = {kind: _Timed() for kind in calls}
     with tempfile.TemporaryDirectory(prefix="graphrag-bench-http-") as tmp:
         folder = Path(tmp)
         with _serving(_env(bench, url, prefix, steady_s), folder / "serve.log") as base_url:
-            for kind, kind_calls in calls.items():
+            for kind_calls in calls.values():
                 _warm(base_url, kind_calls)
-                before = selects_run(engine)
-                row = _wrk(base_url, _script(kind_calls, folder, kind))
-                row["sql_per_read"] = (selects_run(engine) - before) / max(row["reads"], 1)
-                out[kind] = row
-    return out
+            for seed in range(11, 11 + SLICES):
+                for kind, kind_calls in calls.items():
+                    kinds[kind].add(base_url, engine, _script(kind_calls, folder, kind, seed))
+    return {kind: timed.row() for kind, timed in kinds.items()}
+
+
+@dataclass
+class _Timed:
+    """One kind's slices so far: their distributions, seconds, SQL and the reader's sources."""
+
+    slices: list[tuple[Slice, int]] = field(default_factory=list)
+    seconds: float = 0.0
+    selects: int = 0
+    sources: Counter[str] = field(default_factory=Counter)
+
+    def add(self, base_url: str, engine: Database, script: Path) -> None:
+        """Time one slice of ``script``."""
+        before, counted = selects_run(engine), _sources(base_url)
+        dist, n, took_s = _wrk(base_url, script)
+        self.selects += selects_run(engine) - before
+        self.sources.update({k: v - counted.get(k, 0.0) for k, v in _sources(base_url).items()})
+        self.slices.append((dist, n))
+        self.seconds += took_s
+
+    def row(self) -> dict[str, Any]:
+        reads = sum(n for _, n in self.slices)
+        return {"p50_us": pooled_quantile(self.slices, .5),
+                "p99_us": pooled_quantile(self.slices, .99),
+                "rate_per_s": reads / self.seconds if self.seconds else 0.0, "reads": reads,
+                "sql_per_read": self.selects / max(reads, 1), "slices": len(self.slices),
+                "sources": {k: int(v) for k, v in sorted(self.sources.items()) if v}}
