@@ -12,11 +12,13 @@ run inserts for each reading user and deletes after:
   each at a random tokenLimit;
 * ``bazaar_anonymous``: no token, a note of a bazaar notebook, a random tokenLimit.
 
-Each kind reads every one of its notes once to warm up, then :data:`ROUNDS` times in a shuffled
-order, timed. Steady state is measured: the run changes no access row, so the wiring it is given
-remembers access answers for the run (``GRAPHRAG_TOKEN_CACHE_S`` = :data:`STEADY_S`), as change
-capture's access epoch does in production (service.access); with webhooks only, the 5 s default
-makes every non-owner's verdict be asked again every 5 s. SQL statements are counted on the
+Each kind reads every one of its notes once to warm up; then the kinds are timed side by side:
+:data:`ROUNDS` rounds, in each of which every kind in turn reads all its notes in a shuffled order,
+so that whatever else the machine does meanwhile falls on every kind alike. Steady state is
+measured: the run changes no access row, so the wiring it is given remembers access answers for
+the run (``GRAPHRAG_TOKEN_CACHE_S`` = :data:`STEADY_S`), as change capture's access epoch does in
+production (service.access); with webhooks only, the 5 s default makes every non-owner's verdict be
+asked again every 5 s. SQL statements are counted on the
 engine over the timed reads (``sql_per_read``: all kinds together, and per kind). ``ratio_p50``
 is a kind's p50 over ``owner_default``'s, measured in the same run. The same kinds are then read
 over HTTP at a fixed rate (ops.bench.doughnut_http), under ``<kind>.http``.
@@ -45,7 +47,7 @@ __all__ = ["KINDS", "STEADY_S", "doughnut_reads"]
 
 KINDS = ("owner_default", "owner_any", "subscriber", "circle", "bazaar_anonymous")
 DEFAULT_LIMIT, ANY_LIMITS = 2_000, (1, 20_000)
-READS_PER_KIND, ROUNDS = 200, 3
+READS_PER_KIND, ROUNDS = 200, 6
 #: how long the bench's wiring remembers access answers: the run's length (module docstring)
 STEADY_S = 3_600
 #: (focus, the user whose token reads it or None, fixed tokenLimit or None for a random one)
@@ -108,19 +110,9 @@ def doughnut_reads(bench: Any, wiring: Wiring, engine: Database,
     """The figures of the module docstring, keyed by kind (absent kinds left out)."""
     calls, rng = _calls(wiring, engine, foci), random.Random(bench.seed + 11)
     reader, viewers = wiring.reader(), Viewers(wiring.token_book())
-    out: dict[str, Any] = {}
     with _tokens(engine, {u for cs in calls.values() for _, u, _ in cs if u is not None}) as tokens:
-        read = lambda request: answer(reader, viewers, request)  # noqa: E731
-        statements = 0
-        for kind, kind_calls in calls.items():
-            _timed(read, kind_calls, tokens, rng)
-            us: list[float] = []
-            with counted_statements(engine) as sql:
-                for _ in range(ROUNDS):
-                    us += _timed(read, rng.sample(kind_calls, len(kind_calls)), tokens, rng)
-            statements += sql.statements
-            out[kind] = {"reads": len(us), "p50_us": percentile(us, .5),
-                         "p99_us": percentile(us, .99), "sql_per_read": ratio(sql.statements, len(us))}
+        out, statements = _side_by_side(lambda request: answer(reader, viewers, request), calls,
+                                        tokens, rng, engine)
         over_http = doughnut_http(
             bench, wiring.settings.database_url, engine, wiring.settings.redis_prefix, STEADY_S,
             {kind: [(f, None if u is None else tokens[u], fixed) for f, u, fixed in kind_calls]
@@ -131,6 +123,24 @@ def doughnut_reads(bench: Any, wiring: Wiring, engine: Database,
         out[kind]["http"] = row
     out["sql_per_read"] = ratio(statements, sum(r["reads"] for r in out.values()))
     return out
+
+
+def _side_by_side(read: Any, calls: dict[str, list[Call]], tokens: dict[int, str],
+                  rng: random.Random, engine: Database) -> tuple[dict[str, Any], int]:
+    """Every kind warmed up, then timed in :data:`ROUNDS` rounds of each kind in turn: the rows
+    by kind, and the SQL statements of all the timed reads."""
+    for kind_calls in calls.values():
+        _timed(read, kind_calls, tokens, rng)
+    us: dict[str, list[float]] = {kind: [] for kind in calls}
+    sql = dict.fromkeys(calls, 0)
+    for _ in range(ROUNDS):
+        for kind, kind_calls in calls.items():
+            with counted_statements(engine) as counted:
+                us[kind] += _timed(read, rng.sample(kind_calls, len(kind_calls)), tokens, rng)
+            sql[kind] += counted.statements
+    return ({kind: {"reads": len(t), "p50_us": percentile(t, .5), "p99_us": percentile(t, .99),
+                    "sql_per_read": ratio(sql[kind], len(t))} for kind, t in us.items()},
+            sum(sql.values()))
 
 
 def _ratios(rows: dict[str, Any], how: str) -> None:

@@ -57,7 +57,8 @@ def _doughnut_read_lines(reads: dict[str, Any]) -> list[str]:
     lines += [f"| {_KIND_NAMES[k]} | {r['reads']:,} | {_fmt(r['p50_us'])} | {_fmt(r['p99_us'])} | "
               f"{r['ratio_p50']:.2f} | {r['sql_per_read']:.2f} |" for k, r in rows]
     return ["Doughnut's own read (`GET /api/notes/{id}/graph` with a user's token, through the "
-            "path's parsing, the token's user and the read rule), in process, warmed up:", "",
+            "path's parsing, the token's user and the read rule), in process, warmed up, the "
+            "kinds timed side by side in alternating rounds:", "",
             *lines, "", *_http_lines(rows)]
 
 

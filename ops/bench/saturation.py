@@ -2,11 +2,14 @@
 
 A closed-loop load generator (``wrk``: :data:`THREADS` threads, :data:`CONNECTIONS` keep-alive
 connections, each sending its next request as soon as the last is answered) reads random notes of
-the run's snapshots for :data:`SECONDS` through the service's own path (``GET /notes/{id}/graph``
-with the shared token: every answer a cache hit, as the HTTP section checked), then, side by side
-in the same run, through the floor (ops.bench.floor_app: the same server, Redis and stored values,
-nothing else). ``http_saturation_over_floor`` is the first rate over the second. Both share the
-machine's cores with ``wrk`` itself, so only their ratio means anything.
+the run's snapshots through the service's own path (``GET /notes/{id}/graph`` with the shared
+token: every answer a cache hit, as the HTTP section checked) and through the floor
+(ops.bench.floor_app: the same server, Redis and stored values, nothing else), side by side:
+:data:`ROUNDS` rounds of :data:`SLICE_S` seconds on each in turn, both servers up throughout, so
+that what else the machine does meanwhile (the workers' start, a neighbour) falls on both alike.
+Each rate is its rounds' requests over their seconds; ``http_saturation_over_floor`` is the first
+over the second. Both share the machine's cores with ``wrk`` itself, so only their ratio means
+anything.
 
 Without ``wrk`` on the machine (Debian: ``apt-get install wrk``) the figures are None and the run
 says so.
@@ -31,8 +34,9 @@ from ops.bench.services import Services, stop_group
 
 __all__ = ["saturation"]
 
-THREADS, CONNECTIONS, SECONDS = 2, 10, 8
-_RATE = re.compile(rb"Requests/sec:\s+([0-9.]+)")
+THREADS, CONNECTIONS, ROUNDS, SLICE_S = 2, 10, 4, 2
+_COUNT = re.compile(rb"(\d+) requests in ([0-9.]+)(us|ms|s|m),")
+_UNITS_S = {b"us": 1e-6, b"ms": 1e-3, b"s": 1.0, b"m": 60.0}
 _ERRORS = re.compile(rb"Non-2xx or 3xx responses:\s+(\d+)")
 
 
@@ -48,18 +52,19 @@ def _script(paths: Sequence[str], token: str | None, folder: Path) -> Path:
     return script
 
 
-def _rate(base_url: str, script: Path) -> float:
-    """Requests per second wrk reached against ``base_url``; every answer must be a 200."""
-    out = subprocess.run(["wrk", f"-t{THREADS}", f"-c{CONNECTIONS}", f"-d{SECONDS}s", "-s",
+def _count(base_url: str, script: Path) -> tuple[int, float]:
+    """(requests answered, seconds) of one round of wrk against ``base_url``; every answer must
+    be a 200."""
+    out = subprocess.run(["wrk", f"-t{THREADS}", f"-c{CONNECTIONS}", f"-d{SLICE_S}s", "-s",
                           str(script), base_url], capture_output=True, check=True,
-                         timeout=SECONDS + 60).stdout
+                         timeout=SLICE_S + 60).stdout
     errors = _ERRORS.search(out)
     if errors is not None:
         raise RuntimeError(f"{errors.group(1).decode()} answers were not 200 at {base_url}")
-    found = _RATE.search(out)
+    found = _COUNT.search(out)
     if found is None:
-        raise RuntimeError(f"wrk printed no rate: {out[-300:]!r}")
-    return float(found.group(1))
+        raise RuntimeError(f"wrk printed no count: {out[-300:]!r}")
+    return int(found.group(1)), float(found.group(2)) * _UNITS_S[found.group(3)]
 
 
 @contextlib.contextmanager
@@ -92,11 +97,20 @@ def saturation(bench: Bench, svc: Services, foci: Sequence[int],
                 "http_saturation_over_floor": None}
     with tempfile.TemporaryDirectory(prefix="graphrag-bench-wrk-") as tmp:
         folder = Path(tmp)
-        ours = _rate(svc.base_url, _script([f"/notes/{f}/graph" for f in foci], svc.token, folder))
+        ours_script = _script([f"/notes/{f}/graph" for f in foci], svc.token, folder)
+        floor_script = _script([f"/k/{i}" for i in range(len(keys))], None, folder)
         with _floor(bench.redis_url, keys, folder) as floor_url:
-            floor = _rate(floor_url, _script([f"/k/{i}" for i in range(len(keys))], None, folder))
+            counted = [(_count(svc.base_url, ours_script), _count(floor_url, floor_script))
+                       for _ in range(ROUNDS)]
+    ours, floor = (_per_s([round_[side] for round_ in counted]) for side in (0, 1))
     say(f"saturation: graphrag serve {ours:,.0f} hits/s, the floor {floor:,.0f}/s "
         f"({ratio(ours, floor):.2f}), {CONNECTIONS} connections")
     return {"http_saturation_per_s": ours, "http_floor_per_s": floor,
             "http_saturation_over_floor": ratio(ours, floor),
             "http_saturation_connections": CONNECTIONS}
+
+
+def _per_s(rounds: Sequence[tuple[int, float]]) -> float:
+    """Requests per second over ``rounds`` of (requests, seconds)."""
+    seconds = sum(s for _, s in rounds)
+    return sum(n for n, _ in rounds) / seconds if seconds else 0.0
