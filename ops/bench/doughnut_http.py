@@ -51,10 +51,10 @@ __all__ = ["doughnut_http", "pooled_quantile"]
 RATE_PER_S, CONNECTIONS, SLICES, SLICE_S = 300, 8, 6, 1
 #: (focus, the reader's token or None, a fixed tokenLimit or None for a random one)
 HttpCall = tuple[int, str | None, int | None]
-#: what the script's ``done`` prints: each percentile (µs), the requests, non-2xx answers, µs taken
-_LINE = re.compile(rb"^(q|n|bad|us) ([0-9.]+)(?: ([0-9.]+))?$", re.MULTILINE)
-#: one slice's latency distribution: (µs, share of the slice's requests) per percentile
-Slice = list[tuple[float, float]]
+#: what the script's ``done`` prints: each percentile's µs, the requests, non-2xx answers, µs taken
+_LINE = re.compile(rb"^(q|n|bad|us) ([0-9.]+)$", re.MULTILINE)
+#: one slice's latency distribution: its percentiles 0.5 to 99.5 (µs), each a hundredth of its reads
+Slice = list[float]
 #: how the server answered a kind's reads: its reader's counters (service.metrics.ReaderMetrics)
 SOURCES = {"graphrag_cache_hits": "hit", "graphrag_viewer_snapshot_reads": "proven",
            "graphrag_viewer_remembered_reads": "remembered", "graphrag_viewer_live_reads": "live_view",
@@ -108,7 +108,7 @@ def _script(calls: Sequence[HttpCall], folder: Path, kind: str, seed: int) -> Pa
         f"delay = function() return math.random(0, {round(2 * CONNECTIONS * 1000 / RATE_PER_S)}) end\n"
         "done = function(summary, latency, requests)\n"
         "  for p = 0.5, 99.5, 1 do\n"
-        "    io.write(string.format(\"q %.1f %d\\n\", p, latency:percentile(p)))\n"
+        "    io.write(string.format(\"q %d\\n\", latency:percentile(p)))\n"
         "  end\n"
         "  io.write(string.format(\"n %d\\nbad %d\\nus %d\\n\", summary.requests,\n"
         "           summary.errors.status, summary.duration))\n"
@@ -120,20 +120,18 @@ def _wrk(base_url: str, script: Path) -> tuple[Slice, int, float]:
     """One slice: (its distribution, its requests, its seconds)."""
     out = subprocess.run(["wrk", "-t1", f"-c{CONNECTIONS}", f"-d{SLICE_S}s", "-s", str(script),
                           base_url], capture_output=True, check=True, timeout=SLICE_S + 60).stdout
-    lines = [(m.group(1), float(m.group(2)), m.group(3)) for m in _LINE.finditer(out)]
-    found = {name: value for name, value, _ in lines if name != b"q"}
+    lines = [(m.group(1), float(m.group(2))) for m in _LINE.finditer(out)]
+    found = {name: value for name, value in lines if name != b"q"}
     if found.get(b"bad"):
         raise RuntimeError(f"{found[b'bad']:.0f} answers were not 200: {out[-600:]!r}")
     if not found.get(b"n") or b"us" not in found:
         raise RuntimeError(f"wrk printed no latency distribution: {out[-600:]!r}")
-    share = 1 / sum(1 for name, _, _ in lines if name == b"q")
-    return ([(float(at or 0), share) for name, _, at in lines if name == b"q"],
-            int(found[b"n"]), found[b"us"] / 1e6)
+    return [us for name, us in lines if name == b"q"], int(found[b"n"]), found[b"us"] / 1e6
 
 
 def pooled_quantile(slices: Sequence[tuple[Slice, int]], quantile: float) -> float:
     """The ``quantile`` of the slices together: each slice's percentiles weighted by its requests."""
-    points = sorted((us, share * n) for dist, n in slices for us, share in dist)
+    points = sorted((us, n / len(dist)) for dist, n in slices for us in dist)
     total, seen = sum(w for _, w in points), 0.0
     for us, weight in points:
         seen += weight
@@ -172,10 +170,30 @@ def doughnut_http(bench: Bench, url: str, engine: Database, prefix: str, steady_
         with _serving(_env(bench, url, prefix, steady_s), folder / "serve.log") as base_url:
             for kind_calls in calls.values():
                 _warm(base_url, kind_calls)
+            counted = _Counted.now(base_url, engine)
             for seed in range(11, 11 + SLICES):
                 for kind, kind_calls in calls.items():
-                    kinds[kind].add(base_url, engine, _script(kind_calls, folder, kind, seed))
+                    dist, n, took_s = _wrk(base_url, _script(kind_calls, folder, kind, seed))
+                    before, counted = counted, _Counted.now(base_url, engine)
+                    kinds[kind].add(dist, n, took_s, counted.since(before))
     return {kind: timed.row() for kind, timed in kinds.items()}
+
+
+@dataclass(frozen=True)
+class _Counted:
+    """The engine's SELECTs and the server's reader counters (:data:`SOURCES`), read at once."""
+
+    selects: int
+    sources: dict[str, float]
+
+    @classmethod
+    def now(cls, base_url: str, engine: Database) -> _Counted:
+        return cls(selects_run(engine), _sources(base_url))
+
+    def since(self, before: _Counted) -> _Counted:
+        """What was counted between ``before`` and this reading."""
+        return _Counted(self.selects - before.selects,
+                        {k: v - before.sources.get(k, 0.0) for k, v in self.sources.items()})
 
 
 @dataclass
@@ -187,14 +205,12 @@ class _Timed:
     selects: int = 0
     sources: Counter[str] = field(default_factory=Counter)
 
-    def add(self, base_url: str, engine: Database, script: Path) -> None:
-        """Time one slice of ``script``."""
-        before, counted = selects_run(engine), _sources(base_url)
-        dist, n, took_s = _wrk(base_url, script)
-        self.selects += selects_run(engine) - before
-        self.sources.update({k: v - counted.get(k, 0.0) for k, v in _sources(base_url).items()})
+    def add(self, dist: Slice, n: int, took_s: float, counted: _Counted) -> None:
+        """One slice: its distribution, reads and seconds, and what was counted over it."""
         self.slices.append((dist, n))
         self.seconds += took_s
+        self.selects += counted.selects
+        self.sources.update(counted.sources)
 
     def row(self) -> dict[str, Any]:
         reads = sum(n for _, n in self.slices)

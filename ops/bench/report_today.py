@@ -71,13 +71,13 @@ def _http_lines(rows: list[tuple[str, Any]]) -> list[str]:
              "SQL per read | answered from |", "|---|---|---|---|---|---|---|---|"]
     lines += [f"| {_KIND_NAMES[k]} | {r['reads']:,} | {r['rate_per_s']:.0f} | {_fmt(r['p50_us'])} | "
               f"{_fmt(r['p99_us'])} | {r['ratio_p50']:.2f} | {r['sql_per_read']:.2f} | "
-              f"{_sources(r.get('sources'))} |" for k, r in http]
+              f"{_answered_from(r.get('sources'))} |" for k, r in http]
     return ["The same reads over HTTP, one `graphrag serve` (`GRAPHRAG_READER_AUTH=doughnut`) at "
             "about 300 requests/s (wrk, open rate), warmed up, the kinds timed side by side in "
             "alternating 1 s slices; SQL counted by the server (`Com_select`):", "", *lines, ""]
 
 
-def _sources(sources: dict[str, int] | None) -> str:
+def _answered_from(sources: dict[str, int] | None) -> str:
     """How the server's reader answered a kind's reads (older runs did not count them)."""
     if not sources:
         return "n/a"

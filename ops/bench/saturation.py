@@ -102,15 +102,10 @@ def saturation(bench: Bench, svc: Services, foci: Sequence[int],
         with _floor(bench.redis_url, keys, folder) as floor_url:
             counted = [(_count(svc.base_url, ours_script), _count(floor_url, floor_script))
                        for _ in range(ROUNDS)]
-    ours, floor = (_per_s([round_[side] for round_ in counted]) for side in (0, 1))
+    ours, floor = (ratio(sum(n for n, _ in side), sum(s for _, s in side))  # requests/s
+                   for side in zip(*counted, strict=True))
     say(f"saturation: graphrag serve {ours:,.0f} hits/s, the floor {floor:,.0f}/s "
         f"({ratio(ours, floor):.2f}), {CONNECTIONS} connections")
     return {"http_saturation_per_s": ours, "http_floor_per_s": floor,
             "http_saturation_over_floor": ratio(ours, floor),
             "http_saturation_connections": CONNECTIONS}
-
-
-def _per_s(rounds: Sequence[tuple[int, float]]) -> float:
-    """Requests per second over ``rounds`` of (requests, seconds)."""
-    seconds = sum(s for _, s in rounds)
-    return sum(n for n, _ in rounds) / seconds if seconds else 0.0
