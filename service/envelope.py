@@ -141,6 +141,14 @@ class Envelope:
         except (ValueError, KeyError, TypeError, IndexError, AttributeError):  # (and orjson's)
             return None
 
+    def as_decoded(self) -> Envelope:
+        """A copy holding its fields only, as decoding its bytes gives it: none of what this one
+        derived or was given since (the parsed result or trace, the inflated trace, the replays),
+        whose memory other stores bound (service.reader.decoded)."""
+        copy = object.__new__(Envelope)
+        copy.__dict__.update({name: self.__dict__[name] for name in self.__dataclass_fields__})
+        return copy
+
     @property
     def trace_identity(self) -> tuple[object, ...] | None:
         """What names a packed trace's bytes (the snapshot, when it was computed, and the trace's

@@ -189,6 +189,7 @@ class Wiring:
             else self.strategies(), seeds=s.seeds, max_token_limit=s.max_token_limit,
             layered_limits=s.layered_limits, lock_ttl_ms=s.lock_ttl_ms, lock_wait_ms=s.lock_wait_ms,
             parsed_traces=s.parsed_traces, kept_answers_bytes=s.kept_answers_mb * 2**20,
+            decoded_values_bytes=s.decoded_values_mb * 2**20,
         )
 
     def reader(self, *, metrics: ReaderMetrics | None = None,
@@ -197,7 +198,7 @@ class Wiring:
             self.service, self.cache, self.coordination, self.reader_config(), metrics=metrics,
             on_stale=on_stale, on_raced=lambda note_id: requeue(self.dirty, [note_id], now_ms=wall_ms()),
             distrust=self.feed.reason, epoch=self.access_epoch,
-            verdict_ttl_ms=self.access_ttl_ms(),
+            verdict_ttl_ms=self.access_ttl_ms(), hot_store=self.cache.pinned(),
         )
 
     def token_book(self, lookups: Any = None) -> TokenBook:

@@ -58,6 +58,9 @@ def warm_sender(celery: Celery) -> bool:
     except (OperationalError, OSError) as err:
         log.info("the broker did not answer a warm-up (%s): the first send connects", err)
         return False
+    except Exception:  # best effort in a thread of its own: the first send reports what is wrong
+        log.warning("the sender's warm-up failed: the first send connects", exc_info=True)
+        return False
     return True
 
 

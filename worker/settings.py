@@ -74,6 +74,9 @@ class Settings(BaseSettings):
     #: MiB of answers replayed from traces a reader process keeps, so the same read again (note,
     #: tokenLimit, format) is a hit (service.reader.traces); 0 keeps none
     kept_answers_mb: int = Field(default=32, ge=0, le=65_536)
+    #: MiB of stored values a reader process keeps decoded, so a hit read again is not decoded
+    #: again (service.reader.decoded); 0 keeps none
+    decoded_values_mb: int = Field(default=32, ge=0, le=65_536)
     # HTTP
     reader_token: SecretStr | None = None
     #: who Doughnut's own paths read as: the shared token's owner view, Doughnut's users, or both

@@ -66,6 +66,9 @@ MEANINGS: Mapping[str, str] = {
     "kept_answers_mb": "MiB of answers replayed from traces a reader process keeps, so that the "
                        "same read again (note, tokenLimit, format) costs a hit, not a replay; 0 "
                        "keeps none",
+    "decoded_values_mb": "MiB of stored snapshots a reader process keeps decoded, by their bytes, so "
+                         "that a hit read again (its bytes read from Redis as always) is not "
+                         "decoded again; 0 keeps none",
     "reader_token": "bearer token of the HTTP reader's own paths (and of `graphrag mcp --transport "
                     "http`); `serve` refuses to start without it unless "
                     "`GRAPHRAG_READER_AUTH=doughnut`, where the service's own paths then refuse "

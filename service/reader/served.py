@@ -45,6 +45,8 @@ class ReaderConfig:
     parsed_traces: int = 512
     #: bytes of replayed answers a process keeps for the same reads again (service.reader.traces)
     kept_answers_bytes: int = 32 * 2**20
+    #: stored bytes of the values a process keeps decoded, for hits read again (service.reader.decoded)
+    decoded_values_bytes: int = 32 * 2**20
 
 
 @dataclass(frozen=True, slots=True)

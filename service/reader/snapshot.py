@@ -47,9 +47,10 @@ from graphrag.core.params import JAVA_INT_MAX, MAX_TOKEN_LIMIT_CEILING
 from graphrag.wiki.model import Viewer
 from service.answers import Ask, envelope_body, parse_ask, trace_viewer
 from service.context import ContextService
-from service.envelope import Envelope, decode_envelope, is_fresh
+from service.envelope import Envelope, is_fresh
 from service.metrics import ReaderMetrics
 from service.ports import Coordination, SnapshotCache
+from service.reader.decoded import DecodedValues
 from service.reader.live import LiveReads
 from service.reader.served import ReaderConfig, Served, Source, as_served, usable
 from service.reader.traces import ParsedTraces
@@ -75,8 +76,11 @@ class SnapshotReader:
         clock_ms: Callable[[], int] = _wall_ms, rng: random.Random | None = None,
         distrust: Callable[[], str | None] = lambda: None,
         epoch: Callable[[], int] = lambda: 0, verdict_ttl_ms: int | None = 0,
+        hot_store: SnapshotCache | None = None,
     ) -> None:
         self.service, self.store, self.coordination, self.config = service, store, coordination, config
+        #: what :meth:`cached` reads through (the same snapshots; e.g. a connection of its own)
+        self.hot_store = hot_store if hot_store is not None else store
         self._strategies = config.strategies if config.strategies is not None else (
             lambda: (default_strategy(service.store.model),))
         self.metrics = metrics or ReaderMetrics.create()
@@ -90,6 +94,8 @@ class SnapshotReader:
         self.live = LiveReads(service, store, coordination, config, metrics=self.metrics,
                               clock_ms=clock_ms, config_hashes=self.config_hashes, fresh=self._fresh,
                               write_back=WriteBack(store, self.metrics, on_raced))
+        #: the values read lately, decoded (service.reader.decoded)
+        self.decoded = DecodedValues(config.decoded_values_bytes)
         #: parsed traces of snapshots read before (service.reader.traces)
         self.traces = ParsedTraces(config.parsed_traces, config.kept_answers_bytes)
         #: another viewer's reads, remembered while access holds (service.access)
@@ -145,7 +151,7 @@ class SnapshotReader:
         if ask.stored_limit is None or self.distrust() is not None:
             return None
         try:
-            envelope, generation = self._stored(ask)
+            envelope, generation = self._stored(ask, self.hot_store)
         except CacheUnavailable:
             return None
         if envelope is None or envelope.generation < generation:
@@ -230,10 +236,10 @@ class SnapshotReader:
             return self._outdated(envelope, ask)
         return self._cached(envelope, ask)
 
-    def _stored(self, ask: Ask) -> tuple[Envelope | None, int]:
+    def _stored(self, ask: Ask, store: SnapshotCache | None = None) -> tuple[Envelope | None, int]:
         """The stored snapshot if it can answer ``ask`` at all, and its note's generation."""
-        raw, generation = self.store.read_current(ask.key)
-        envelope = decode_envelope(raw)
+        raw, generation = (store or self.store).read_current(ask.key)
+        envelope = self.decoded.decode(raw)
         if envelope is not None:
             self.traces.adopt(envelope)
         envelope = usable(envelope, ask, self.service.database())

@@ -72,6 +72,7 @@ Every redis-py connection or timeout error (and read-only/out-of-memory replies)
 
 from __future__ import annotations
 
+import copy
 import random
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
@@ -79,7 +80,15 @@ from typing import Any
 from redis.exceptions import NoScriptError, ResponseError
 
 from service.envelope import Envelope, SnapshotKey
-from storage.redis.client import UNAVAILABLE, evalsha, is_cluster, mget, translated, unavailable
+from storage.redis.client import (
+    UNAVAILABLE,
+    Pinned,
+    evalsha,
+    is_cluster,
+    mget,
+    translated,
+    unavailable,
+)
 from storage.redis.keys import DEFAULT_PREFIX, Keys
 from storage.redis.scripts import BUMP_LUA, DELETE_LUA, INDEX_LUA, INDEX_MANY_LUA, STAMP_LUA, WRITE_LUA
 
@@ -150,6 +159,7 @@ class RedisCache:
         self._index_many = redis_client.register_script(INDEX_MANY_LUA)
         self._cluster = is_cluster(redis_client)
         self._scripts_loaded = False
+        self._pinned: Pinned | None = None  # read_current through a held connection (pinned())
 
     def _snapshot_key(self, key: SnapshotKey) -> str:
         return self.keys.snapshot(key.note_id, key.strategy, key.seed, key.token_limit)
@@ -169,13 +179,24 @@ class RedisCache:
             raise
         return value.encode() if isinstance(value, str) else value
 
+    def pinned(self) -> RedisCache:
+        """This cache with its :meth:`read_current` through one connection of its own, held
+        (storage.redis.client.Pinned): for the thread that answers the hits, the HTTP server's
+        event loop, which reads one at a time. On a cluster, this cache itself."""
+        if self._cluster:
+            return self
+        pinned = copy.copy(self)
+        pinned._pinned = Pinned(self.redis)
+        return pinned
+
     def read_current(self, key: SnapshotKey) -> tuple[bytes | None, int]:
         """(the stored bytes or None, the note's generation) in one MGET: both keys carry the
         note's hash tag, so they share a slot on a cluster. A key of another type reads as None
         (MGET answers nil for it), a generation that is not a number as 0."""
         names = (self._snapshot_key(key), self.keys.generation(key.note_id))
         try:
-            value, generation = self.redis.mget(names)
+            client = self.redis if self._pinned is None else self._pinned.client()
+            value, generation = client.mget(names)
         except UNAVAILABLE as err:
             raise unavailable(err) from err
         return (value.encode() if isinstance(value, str) else value), _counter(generation)

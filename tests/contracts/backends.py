@@ -150,11 +150,11 @@ class MemoryBackend(CacheBackend):
 
 
 class RedisBackend(CacheBackend):
-    def __init__(self, client: Any, prefix: str, name: str) -> None:
+    def __init__(self, client: Any, prefix: str, name: str, *, pinned: bool = False) -> None:
         keys = Keys(prefix)
-        super().__init__(
-            RedisCache(client, prefix=prefix, soft_ttl_s=SOFT_TTL_S, hard_ttl_s=HARD_TTL_S),
-            RedisDirtySet(client, keys), RedisCoordination(client, keys), name)
+        cache = RedisCache(client, prefix=prefix, soft_ttl_s=SOFT_TTL_S, hard_ttl_s=HARD_TTL_S)
+        super().__init__(cache.pinned() if pinned else cache,
+                         RedisDirtySet(client, keys), RedisCoordination(client, keys), name)
         self.client, self.keys = client, keys
 
     def progress(self, name: str = "nightly") -> RedisProgress:
@@ -199,8 +199,9 @@ class RedisBackend(CacheBackend):
 
 @contextmanager
 def backend_named(name: str, *, connected: bool = True) -> Iterator[CacheBackend]:
-    """A fresh, isolated backend: ``memory``, ``fakeredis``, ``redis`` (the real one) or ``cluster``
-    (the test process's local 3-primary Redis Cluster, through the service's own client);
+    """A fresh, isolated backend: ``memory``, ``fakeredis``, ``redis`` (the real one), ``pinned``
+    (the real one, the cache reading through a connection of its own: RedisCache.pinned) or
+    ``cluster`` (the test process's local 3-primary Redis Cluster, through the service's own client);
     ``connected=False`` gives one whose every call fails as an unreachable Redis does."""
     prefix = f"graphrag-test:{uuid.uuid4().hex}:v1"
     if name == "memory":
@@ -213,10 +214,10 @@ def backend_named(name: str, *, connected: bool = True) -> Iterator[CacheBackend
             if connected:
                 delete_prefix(client, prefix)
     elif not connected:
-        yield RedisBackend(unreachable_redis(), prefix, name)
+        yield RedisBackend(unreachable_redis(), prefix, name, pinned=name == "pinned")
     else:
         with real_redis(prefix) as client:
-            yield RedisBackend(client, prefix, name)
+            yield RedisBackend(client, prefix, name, pinned=name == "pinned")
 
 
 @contextmanager

@@ -245,5 +245,12 @@ class TestRealRedisCache(ConsistencyContract):
 
 
 @pytest.mark.redis
+class TestPinnedRedisCache(ConsistencyContract):
+    """The reads of the HTTP server's event loop: through a connection of its own."""
+
+    backend_name = "pinned"
+
+
+@pytest.mark.redis
 class TestClusterCache(ConsistencyContract):
     backend_name = "cluster"

@@ -134,3 +134,16 @@ def test_a_broker_that_does_not_answer_the_warm_up_is_left_to_the_first_send(bro
     started = time.perf_counter()
     assert not warm_sender(celery)
     assert time.perf_counter() - started < 5
+
+
+def test_a_warm_up_that_fails_in_any_other_way_is_left_to_the_first_send() -> None:
+    """The warm-up runs in a thread of its own: whatever a stand-in or a broken transport raises
+    there is logged and left to the first send, never an exception in that thread."""
+
+    class Broken:
+        backend = None
+
+        def producer_or_acquire(self) -> object:
+            raise AttributeError("no producer here")
+
+    assert not warm_sender(Broken())  # type: ignore[arg-type]

@@ -10,6 +10,8 @@ round trip per read.
 from __future__ import annotations
 
 import logging
+import os
+import threading
 import time
 
 import pytest
@@ -156,6 +158,25 @@ def test_the_watch_refreshes_at_first_use_then_in_the_background(world: World) -
     finally:
         watch.close()
     assert FeedWatch(FeedGuard(heartbeat.read, max_lag_ms=0)).reason() is None
+
+
+def test_a_forked_child_watches_with_a_thread_of_its_own(world: World) -> None:
+    """A worker process forked after the parent asked has none of the parent's threads: its first
+    question starts its own watch (else its verdict would never be refreshed)."""
+    heartbeat = MemoryFeedHeartbeat(world.state)
+    heartbeat.beat(behind_ms=0)
+    watch = FeedWatch(FeedGuard(heartbeat.read, max_lag_ms=BOUND_MS), every_s=0.02)
+    try:
+        assert watch.reason() is None
+        child = os.fork()
+        if child == 0:  # the child: exit 0 only if its first question started a watching thread
+            watching = watch.reason() is None and any(
+                t.name == "graphrag-feed-watch" for t in threading.enumerate())
+            os._exit(0 if watching else 1)
+        _, status = os.waitpid(child, 0)
+        assert os.waitstatus_to_exitcode(status) == 0, "the forked child started no watch"
+    finally:
+        watch.close()
 
 
 def test_a_disabled_guard_reads_nothing() -> None:

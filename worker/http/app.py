@@ -25,6 +25,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import Scope
 
 from graphrag import DatabaseUnavailable, GraphRagError, InvalidParameter, NoteNotFound
 from graphrag.core.errors import CacheUnavailable, Forbidden, Unavailable
@@ -96,17 +97,40 @@ def _error(status: int, message: str, **extra: Any) -> JSONResponse:
 def respond(request: HttpRequest, served: Served, media_type: str = "application/json",
             content: bytes | None = None) -> Response:
     """A read's answer: its body, where it came from and how old, and its validators (a
-    conditional read that names it gets 304)."""
+    conditional read that names it gets 304). Every read answers through here, the hot ones too,
+    so its headers are put as ASGI sends them, without the framework's parsing and encoding."""
     body = served.body if content is None else content
-    headers = {"X-Graphrag-Source": served.source, "X-Graphrag-Age": str(int(served.age_s))}
+    scope = request.scope
+    query = request.query_params if scope.get("query_string") else _NO_QUERY
+    tags = validators(body, url_path(scope), query, computed_s=served.computed_at_ms / 1000)
+    if tags.not_modified(_header(scope, b"if-none-match")):
+        response = Response(status_code=304)
+    else:
+        response = Response(body, media_type=media_type)
+    response.raw_headers.extend(_whence(served))
+    response.raw_headers.extend(tags.headers)
+    return response
+
+
+_NO_QUERY: dict[str, str] = {}
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    """The request's first ``name`` header (lower-case, as ASGI gives them), or None."""
+    headers: list[tuple[bytes, bytes]] = scope["headers"]
+    for key, value in headers:
+        if key == name:
+            return value.decode("latin-1")
+    return None
+
+
+def _whence(served: Served) -> list[tuple[bytes, bytes]]:
+    """Where an answer came from, how old it is and (the change feed behind) why."""
+    headers = [(b"x-graphrag-source", served.source.encode()),
+               (b"x-graphrag-age", str(int(served.age_s)).encode())]
     if served.reason is not None:
-        headers["X-Graphrag-Reason"] = served.reason
-    tags = validators(body, url_path(request.scope), request.query_params,
-                      computed_s=served.computed_at_ms / 1000)
-    headers.update(tags.headers)
-    if tags.not_modified(request.headers.get("if-none-match")):
-        return Response(status_code=304, headers=headers)
-    return Response(body, media_type=media_type, headers=headers)
+        headers.append((b"x-graphrag-reason", served.reason.encode("latin-1")))
+    return headers
 
 
 def create_app(

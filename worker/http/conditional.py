@@ -44,10 +44,11 @@ _DIGEST_BYTES = 16
 
 @dataclass(frozen=True, slots=True)
 class Validators:
-    """An answer's validators: its quoted strong ``etag`` and the headers that carry them."""
+    """An answer's validators: its quoted strong ``etag`` and the headers that carry them (as ASGI
+    sends them: lower-case names, latin-1 bytes)."""
 
     etag: str
-    headers: dict[str, str]
+    headers: tuple[tuple[bytes, bytes], ...]
 
     def not_modified(self, if_none_match: str | None) -> bool:
         """Whether a request's ``If-None-Match`` already names this answer (RFC 9110 §13.1.2)."""
@@ -80,10 +81,20 @@ def validators(body: bytes, path: str, query: Mapping[str, str], *,
                computed_s: float) -> Validators:
     """The validators of ``body`` answered at ``path`` with ``query``, computed at ``computed_s``
     (seconds since the epoch)."""
-    chosen = variant(path, query)
+    return _validators(variant(path, query), body, int(computed_s))
+
+
+@lru_cache(maxsize=1024)
+def _validators(chosen: bytes, body: bytes, computed_s: int) -> Validators:
+    """The validators of one variant's bytes, kept for the same again: a function of its arguments
+    alone, and a hit read again answers the very bytes object the reader kept decoded
+    (service.reader.decoded), whose hash Python has already taken, so finding them costs far
+    less than digesting them."""
     digest = hashlib.sha256(len(chosen).to_bytes(8, "big"))
     digest.update(chosen)
     digest.update(body)
     etag = quote_etag(digest.hexdigest()[:2 * _DIGEST_BYTES])
-    return Validators(etag, {"ETag": etag, "Last-Modified": _http_date(int(computed_s)),
-                             "Cache-Control": CACHE_CONTROL, "Vary": "Authorization"})
+    return Validators(etag, ((b"etag", etag.encode("latin-1")),
+                             (b"last-modified", _http_date(computed_s).encode("latin-1")),
+                             (b"cache-control", CACHE_CONTROL.encode("latin-1")),
+                             (b"vary", b"Authorization")))

@@ -29,6 +29,9 @@ class ResponseCounter:
 
     def __init__(self, app: ASGIApp, *, counter: Counter, routes: Sequence[BaseRoute]) -> None:
         self.app, self.counter, self.routes = app, counter, routes
+        #: the counter's children by (route, code): both bounded (the routes, HTTP's codes), and
+        #: ``labels`` checks and converts its values on every call
+        self._children: dict[tuple[str, int], Counter] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -45,7 +48,13 @@ class ResponseCounter:
         try:
             await self.app(scope, receive, noting)
         finally:
-            self.counter.labels(self.route_of(scope), str(status)).inc()
+            self._child(self.route_of(scope), status).inc()
+
+    def _child(self, route: str, status: int) -> Counter:
+        child = self._children.get((route, status))
+        if child is None:
+            child = self._children[route, status] = self.counter.labels(route, str(status))
+        return child
 
     def route_of(self, scope: Scope) -> str:
         """The template of the first route matching the request's path (any method). A plain
