@@ -17,6 +17,7 @@ from werkzeug.http import http_date
 from tests.redis.readers import SqlCounter
 from tests.support import NOW_MS
 from tests.test_http import MAX_LIMIT, Service, running
+from worker.http import conditional
 from worker.http.conditional import CACHE_CONTROL, validators
 
 LATER_MS = NOW_MS + 60_000  # a second rebuild's time (still before READ_AT_MS + soft TTL)
@@ -124,3 +125,24 @@ def test_tokenlimits_and_formats_never_share_a_tag(svc: Service, note: int) -> N
     assert len(set(tags)) == len(tags)
     bodies = [body for _, body in answers.values()]
     assert len(set(bodies)) < len(bodies)  # some variants share bytes, and still not a tag
+
+
+def test_the_validators_of_the_same_bytes_object_are_kept_and_of_no_other() -> None:
+    """Kept by the very object answered (a hit answers the object the reader kept): the same object
+    finds them, equal bytes in another object are digested again (to the same tag), another
+    time of computation gives its own, and at most ``size`` are kept."""
+    kept = conditional._Kept(size=3)
+    body = b'{"focusNote": {}}' * 50
+    first = conditional._digested(b"/v?", body, 0)
+    assert kept.put(b"/v?", body, 0, first) is first
+    assert kept.get(b"/v?", body, 0) is first
+    assert kept.get(b"/v?", bytes(bytearray(body)), 0) is None  # equal bytes, another object
+    assert kept.get(b"/v?", body, 1) is None and kept.get(b"/w?", body, 0) is None
+    bodies = [bytes([k]) * 10 for k in range(5)]
+    for k, other in enumerate(bodies):
+        kept.put(b"/v?", other, k, conditional._digested(b"/v?", other, k))
+    assert len(kept._kept) == 3 and kept.get(b"/v?", body, 0) is None
+    assert kept.get(b"/v?", bodies[-1], 4) == conditional._digested(b"/v?", bodies[-1], 4)
+    tags = validators(body, "/v", {}, computed_s=0)
+    assert validators(body, "/v", {}, computed_s=0) is tags
+    assert validators(bytes(bytearray(body)), "/v", {}, computed_s=0).etag == tags.etag

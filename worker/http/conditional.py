@@ -80,16 +80,15 @@ def variant(path: str, query: Mapping[str, str]) -> bytes:
 def validators(body: bytes, path: str, query: Mapping[str, str], *,
                computed_s: float) -> Validators:
     """The validators of ``body`` answered at ``path`` with ``query``, computed at ``computed_s``
-    (seconds since the epoch)."""
-    return _validators(variant(path, query), body, int(computed_s))
+    (seconds since the epoch); those of the same bytes object kept (:class:`_Kept`)."""
+    chosen, at_s = variant(path, query), int(computed_s)
+    found = _KEPT.get(chosen, body, at_s)
+    if found is None:
+        found = _KEPT.put(chosen, body, at_s, _digested(chosen, body, at_s))
+    return found
 
 
-@lru_cache(maxsize=1024)
-def _validators(chosen: bytes, body: bytes, computed_s: int) -> Validators:
-    """The validators of one variant's bytes, kept for the same again: a function of its arguments
-    alone, and a hit read again answers the very bytes object the reader kept decoded
-    (service.reader.decoded), whose hash Python has already taken, so finding them costs far
-    less than digesting them."""
+def _digested(chosen: bytes, body: bytes, computed_s: int) -> Validators:
     digest = hashlib.sha256(len(chosen).to_bytes(8, "big"))
     digest.update(chosen)
     digest.update(body)
@@ -98,3 +97,37 @@ def _validators(chosen: bytes, body: bytes, computed_s: int) -> Validators:
                              (b"last-modified", _http_date(computed_s).encode("latin-1")),
                              (b"cache-control", CACHE_CONTROL.encode("latin-1")),
                              (b"vary", b"Authorization")))
+
+
+class _Kept:
+    """The validators of the last ``size`` answers, by variant and the very bytes object answered.
+
+    A hit read again answers the same bytes object each time (the result of the value the reader
+    kept decoded, service.reader.decoded, or an answer it kept replayed), so its validators are
+    found by the object's identity, without digesting or even hashing its bytes; any other body
+    (computed now) is a miss that costs one lookup. Exact: an entry holds its bytes object, so
+    while it is kept no other object can have its identity, and the validators are a function of
+    the variant, the bytes and the time of computation, all compared. The oldest entry goes
+    first; a lookup and a change are each one dict operation (threads share it safely)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._kept: dict[tuple[bytes, int], tuple[bytes, int, Validators]] = {}
+
+    def get(self, chosen: bytes, body: bytes, computed_s: int) -> Validators | None:
+        found = self._kept.get((chosen, id(body)))
+        if found is None or found[0] is not body or found[1] != computed_s:
+            return None
+        return found[2]
+
+    def put(self, chosen: bytes, body: bytes, computed_s: int, tags: Validators) -> Validators:
+        self._kept[chosen, id(body)] = (body, computed_s, tags)
+        while len(self._kept) > self.size:
+            try:
+                del self._kept[next(iter(self._kept))]
+            except (KeyError, RuntimeError, StopIteration):  # another thread changed it meanwhile
+                break
+        return tags
+
+
+_KEPT = _Kept(size=1024)
