@@ -19,36 +19,35 @@ Invariants:
   adopts) stays with that read's copy, as before. So what is kept here never grows, and the parsed
   traces and replayed answers stay within their own bounds (service.reader.traces).
 * **Bounded.** At most ``budget_bytes`` of stored bytes are kept (each entry counted twice, for its
-  bytes and the decoded parts that copy them); the oldest entry goes first. A value larger than
+  bytes and the decoded parts that copy them); the least recently used goes first. A value larger than
   a sixteenth of the budget is not kept, and budget 0 keeps nothing (``GRAPHRAG_DECODED_VALUES_MB``).
   Values that do not decode are never kept.
-* **Shared by threads.** A lookup is one ``dict.get``; a change takes a lock.
+* **Shared by threads.** Each lookup and change takes the store's lock.
 """
 
 from __future__ import annotations
 
-import threading
-
 from service.envelope import Envelope, decode_envelope
+from service.reader.traces import KeptAnswers
 
 __all__ = ["DecodedValues"]
 
-#: the share of the budget one value may take at most
-_LARGEST_SHARE = 16
-
 
 class DecodedValues:
-    """Decoded envelopes by their stored bytes, up to ``budget_bytes`` (module docstring)."""
+    """Decoded envelopes by their stored bytes, up to ``budget_bytes`` (module docstring): kept as
+    the reader keeps its replayed answers (:class:`~service.reader.traces.KeptAnswers`: the least
+    recently used dropped first, none larger than a sixteenth of the budget)."""
 
     def __init__(self, budget_bytes: int) -> None:
-        self.budget_bytes = budget_bytes
-        self._kept: dict[bytes, Envelope] = {}
-        self._bytes = 0
-        self._lock = threading.Lock()
+        self._kept = KeptAnswers(budget_bytes)
+
+    @property
+    def budget_bytes(self) -> int:
+        return self._kept.budget_bytes
 
     @property
     def kept_bytes(self) -> int:
-        return self._bytes
+        return self._kept.kept_bytes
 
     def decode(self, raw: bytes | None) -> Envelope | None:
         """:func:`decode_envelope` of ``raw``: the one kept for the same bytes, else decoded now
@@ -56,23 +55,9 @@ class DecodedValues:
         if raw is None:
             return None
         found = self._kept.get(raw)
-        if found is not None:
+        if isinstance(found, Envelope):
             return found.as_decoded()
         envelope = decode_envelope(raw)
         if envelope is not None:
-            self._keep(raw, envelope.as_decoded())
+            self._kept.put(raw, envelope.as_decoded(), 2 * len(raw))
         return envelope
-
-    def _keep(self, raw: bytes, envelope: Envelope) -> None:
-        size = 2 * len(raw)
-        if size * _LARGEST_SHARE > self.budget_bytes:
-            return
-        with self._lock:
-            if raw in self._kept:
-                return
-            self._kept[raw] = envelope
-            self._bytes += size
-            while self._bytes > self.budget_bytes:
-                oldest = next(iter(self._kept))
-                del self._kept[oldest]
-                self._bytes -= 2 * len(oldest)

@@ -10,7 +10,7 @@ import pytest
 
 from graphrag import CharsCounter, Request, StrategyParams
 from service.context import ContextService
-from service.envelope import SnapshotKey, decode_envelope
+from service.envelope import Envelope, SnapshotKey, decode_envelope
 from service.reader import ReaderConfig, SnapshotReader
 from service.reader import decoded as decoded_module
 from service.reader.decoded import DecodedValues
@@ -102,7 +102,8 @@ def test_what_one_read_derives_stays_with_it() -> None:
     assert first is not None and first.trace is not None and first.parsed_trace is not None
     again = kept.decode(raw)
     assert again is not None and again.parsed_trace is None and again == first
-    assert kept._kept[raw].parsed_trace is None
+    held = kept._kept.get(raw)
+    assert isinstance(held, Envelope) and held.parsed_trace is None
 
 
 def test_keeping_none_decodes_every_read(decodes: list[int]) -> None:
@@ -130,7 +131,7 @@ def test_the_kept_values_stay_within_their_budget_and_only_valid_ones_are_kept()
     newest = kept.decode(variants[-1])
     assert newest == kept.decode(variants[-1]) and newest is not kept.decode(variants[-1])
     assert kept.decode(b"{not a snapshot") is None and kept.decode(None) is None
-    assert b"{not a snapshot" not in kept._kept
+    assert kept._kept.get(b"{not a snapshot") is None
     small = DecodedValues(budget_bytes=len(raw))  # one value over a sixteenth: not kept
     small.decode(raw)
     assert small.kept_bytes == 0
