@@ -22,11 +22,12 @@ every such tokenLimit has one answer, which a reader keeps once (:func:`shared_l
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable
 from itertools import accumulate
-from typing import NamedTuple, TypeVar
+from typing import TypeVar
 
 from graphrag.wiki.approx_tokens import byte_limit, cut_and_measure, java_utf8_length, tokens_of
+from graphrag.wiki.focus.peers import Offerings, ShownNote, offer_costs, offerings, peers
 from graphrag.wiki.focus.render import focus_json, path_json, related_json, results_json
 from graphrag.wiki.focus.trace import NoteFields, Trace
 from graphrag.wiki.focus.types import FocusContextResult, FocusNoteOut, RelatedNoteOut, TraceTooSmall
@@ -41,24 +42,14 @@ def focus_uri(title: str) -> str:
     return f"[[{title}]]"
 
 
-class _Anchor(NamedTuple):
-    """An anchor of the peers phase; anchors sort in (depth, ladder index) order."""
-
-    depth: int
-    #: where its path is: -1 the focus's, else a ladder index (a peer shares its anchor's path)
-    path_at: int
-    note_id: int
-    group: str | None
-
-
-#: (note id, depth, the index of the anchor whose path it shows: -1 the focus, else a ladder step)
-ShownNote = tuple[int, int, int]
 Shown = list[ShownNote]
 
 
 def cut(trace: Trace, token_limit: int) -> FocusContextResult:
     """The FocusContextResult Doughnut computes at combined budget ``token_limit``."""
-    focus, shown, _ = _select(trace, token_limit)
+    focus, emitted, peer_notes = _select(trace, token_limit)
+    ladder = trace.wiki
+    shown = [(ladder.ids[k], ladder.depths[k], k) for k in range(emitted)] + peer_notes
     return FocusContextResult(focus, tuple(_shown(trace.notes[i], d, _path(trace, a))
                                            for i, d, a in shown))
 
@@ -68,14 +59,28 @@ def cut_json(trace: Trace, token_limit: int) -> bytes:
     ladder's path JSON: a stored trace's shown notes and paths are never parsed. The wiki notes
     shown are always the ladder's first entries, so their JSON is a prefix of the ladder's
     (:func:`_ladder_json`); the peers are joined note by note."""
-    focus, shown, emitted = _select(trace, token_limit)
-    related = [_ladder_json(trace, emitted)] if emitted else []
-    focus_path = b""  # (written when a peer of the focus first shows it)
-    for note_id, depth, anchor in shown[emitted:]:
-        if anchor < 0:
-            focus_path = focus_path or path_json(_path(trace, -1))
-        related.append(_related(trace, note_id, depth, anchor, focus_path))
+    focus, emitted, peer_notes = _select(trace, token_limit)
+    related: list[bytes | memoryview] = [_ladder_json(trace, emitted)] if emitted else []
+    fragments, paths = trace.notes.fragments, _PeerPaths(trace)
+    for note_id, depth, anchor in peer_notes:
+        head, tail = fragments(note_id)
+        related.append(related_json(head, depth, paths[anchor], tail))
     return results_json(_focus_json(trace, focus, token_limit), related)
+
+
+class _PeerPaths(dict[int, bytes]):
+    """The retrieval paths' JSON by anchor (-1 the focus), each written or cut out once per
+    answer: a step's from the trace, the focus's (``[[title]]``) when a peer of it first shows
+    it."""
+
+    def __init__(self, trace: Trace) -> None:
+        super().__init__()
+        self.trace = trace
+
+    def __missing__(self, anchor: int) -> bytes:
+        path = self[anchor] = (self.trace.wiki.path_json(anchor) if anchor >= 0
+                               else path_json(_path(self.trace, -1)))
+        return path
 
 
 def shared_limit(trace: Trace, token_limit: int) -> int:
@@ -117,10 +122,9 @@ def _related_needs(trace: Trace) -> list[int]:
     if not trace.wiki_complete or not rising:
         return [most + 1]
     emitted = len(spent) - 1
-    offers, error = _derived(trace, ("offers", emitted), lambda: _made(trace, emitted))
-    if error is not None:
+    costs = offer_costs(_offerings(trace), emitted)
+    if costs is None:
         return [most + 1]
-    costs = sum(c for n, _, _ in offers if (c := trace.notes.cost(n)) is not None)
     last = spent[-2] if emitted else -1  # (the last entry is emitted once the one before fits)
     return [_least(lambda r: params.wiki_budget(r) > last, most),
             _least(lambda r: r - params.wiki_budget(r) >= costs, most)]
@@ -136,15 +140,14 @@ def _least(holds: Callable[[int], bool], most: int) -> int:
     return low
 
 
-def _related(trace: Trace, note_id: int, depth: int, anchor: int, focus_path: bytes) -> bytes:
-    """A shown note's object; ``anchor`` -1 shows ``focus_path``, else that ladder step's path."""
+def _related(trace: Trace, note_id: int, depth: int, anchor: int) -> bytes:
+    """A ladder step's object (``anchor``: its index)."""
     head, tail = trace.notes.fragments(note_id)
-    path = trace.wiki.path_json(anchor) if anchor >= 0 else focus_path
-    return related_json(head, depth, path, tail)
+    return related_json(head, depth, trace.wiki.path_json(anchor), tail)
 
 
-def _ladder_json(trace: Trace, emitted: int) -> bytes:
-    """The first ``emitted`` ladder entries' objects, comma-separated: a slice of the ladder's
+def _ladder_json(trace: Trace, emitted: int) -> memoryview:
+    """The first ``emitted`` ladder entries' objects, comma-separated: a view of the ladder's
     JSON the trace keeps (``("ladder",)`` in Trace.derived: the bytes and where each entry ends),
     written further when a cut needs more: the first cut writes exactly what it shows (most
     traces are cut once: a note's first read at a new limit), a later one at least doubles what
@@ -156,7 +159,7 @@ def _ladder_json(trace: Trace, emitted: int) -> bytes:
         more = range(len(ends) - 1, min(len(trace.wiki.ids), max(emitted, 2 * (len(ends) - 1))))
         written, ends = _extended(trace, written, ends, more, emitted)
         trace.derived[("ladder",)] = (written, ends)
-    return written[: ends[emitted]]
+    return memoryview(written)[: ends[emitted]]
 
 
 def _extended(trace: Trace, written: bytes, ends: tuple[int, ...], steps: range,
@@ -168,7 +171,7 @@ def _extended(trace: Trace, written: bytes, ends: tuple[int, ...], steps: range,
     for k in steps:
         if k >= needed and cost_of(ladder.ids[k]) is None:
             break
-        entry = _related(trace, ladder.ids[k], ladder.depths[k], k, b"")
+        entry = _related(trace, ladder.ids[k], ladder.depths[k], k)
         parts.append(b"," + entry if size else entry)
         size += len(parts[-1])
         grown.append(size)
@@ -204,9 +207,9 @@ def _path(trace: Trace, anchor: int) -> tuple[str, ...]:
     return trace.wiki.path(anchor) if anchor >= 0 else (focus_uri(trace.focus.title),)
 
 
-def _select(trace: Trace, token_limit: int) -> tuple[FocusNoteOut, Shown, int]:
-    """The focus note, the related notes shown (id, depth, path) in answer order, and how many of
-    them are wiki notes (the ladder's first entries, before the peers)."""
+def _select(trace: Trace, token_limit: int) -> tuple[FocusNoteOut, int, Shown]:
+    """The focus note, how many ladder entries are emitted (the first related notes shown), and
+    the peers shown after them (id, depth, path) in answer order."""
     if token_limit > trace.max_token_limit:
         raise TraceTooSmall(f"trace sized for {trace.max_token_limit} tokens, asked {token_limit}")
     params = trace.params
@@ -215,12 +218,17 @@ def _select(trace: Trace, token_limit: int) -> tuple[FocusNoteOut, Shown, int]:
     with_peers = related >= params.peer_gate
     focus = _focus_note(trace, body, truncated, _siblings(trace) if with_peers else ())
     if trace.max_depth < 1 or related <= 0:
-        return focus, [], 0
+        return focus, 0, []
     wiki_budget = params.wiki_budget(related) if with_peers else related
     emitted = _wiki_prefix(trace, wiki_budget)
-    ladder = trace.wiki
-    shown: Shown = [(ladder.ids[k], ladder.depths[k], k) for k in range(emitted)]
-    return focus, shown + (_peers(trace, emitted, related - wiki_budget) if with_peers else []), emitted
+    if not with_peers:
+        return focus, emitted, []
+    return focus, emitted, peers(_offerings(trace), emitted, related - wiki_budget, trace.least_cost)
+
+
+def _offerings(trace: Trace) -> Offerings:
+    """What every budget's peers phase reads (graphrag.wiki.focus.peers), kept on the trace."""
+    return _derived(trace, ("offerings",), lambda: offerings(trace))
 
 
 def _focus_body(trace: Trace, token_limit: int) -> tuple[str | None, bool, int]:
@@ -294,75 +302,3 @@ def _spent(trace: Trace) -> tuple[list[int], bool]:
     cost_of = trace.notes.cost
     costs = [cost_of(i) or 0 for i in trace.wiki.ids]
     return list(accumulate(costs, initial=0)), min(costs, default=0) >= 0
-
-
-def _peers(trace: Trace, emitted: int, budget: int) -> Shown:
-    if budget <= 0:
-        return []
-    remaining, cost_of = budget, trace.notes.cost
-    shown: Shown = []
-    least = trace.least_cost
-    for note_id, depth, index in _offers(trace, emitted):
-        if remaining < least or remaining <= 0:  # (no later offer can get in: the phase ends)
-            break
-        cost = cost_of(note_id)
-        if cost is None or cost > remaining:  # not hydratable, or too big: skipped
-            continue
-        remaining -= cost
-        shown.append((note_id, depth, index))
-    return shown
-
-
-def _offers(trace: Trace, emitted: int) -> Iterator[ShownNote]:
-    """:func:`_offered`, made once per ``emitted`` and kept on the trace: the offers up to the
-    first anchor whose member list is too short, then that error (raised only if the peers phase
-    gets that far, as the generator raises it)."""
-    made, error = _derived(trace, ("offers", emitted), lambda: _made(trace, emitted))
-    yield from made
-    if error is not None:
-        raise TraceTooSmall(error)
-
-
-def _made(trace: Trace, emitted: int) -> tuple[tuple[ShownNote, ...], str | None]:
-    made: list[ShownNote] = []
-    try:
-        made.extend(_offered(trace, emitted))
-    except TraceTooSmall as err:
-        return tuple(made), str(err)
-    return tuple(made), None
-
-
-def _offered(trace: Trace, emitted: int) -> Iterator[ShownNote]:
-    """Every anchor's sample, in (anchor depth, anchor index) order, first offer per note, as
-    (note, its depth, its anchor's path index)."""
-    ids, depths = trace.wiki.ids[:emitted], trace.wiki.depths[:emitted]
-    group_of = trace.notes.group
-    anchors = [_Anchor(0, -1, trace.focus_id, trace.focus.group)]
-    anchors += [_Anchor(d, k, i, group_of(i)) for k, (i, d) in enumerate(zip(ids, depths, strict=True))]
-    anchors.sort()  # (the focus first: index -1)
-    claimed = {trace.focus_id, *ids}
-    reserved = set(claimed)
-    for anchor in anchors:
-        for note_id in _sample(trace, anchor, claimed):
-            if note_id not in reserved:
-                reserved.add(note_id)
-                yield note_id, anchor.depth + 1, anchor.path_at
-
-
-def _sample(trace: Trace, anchor: _Anchor, claimed: set[int]) -> list[int]:
-    """The anchor's peer query: first ``cap`` members not the anchor, the focus or claimed."""
-    cap = trace.params.sample_cap(anchor.depth + 1)
-    if cap <= 0 or anchor.group is None:
-        return []
-    members = trace.groups.get(anchor.group)
-    if members is None:
-        raise TraceTooSmall(f"the trace holds no members of group {anchor.group}")
-    picked: list[int] = []
-    for note_id in members.ids:
-        if note_id != anchor.note_id and note_id not in claimed:
-            picked.append(note_id)
-            if len(picked) == cap:
-                return picked
-    if not members.complete:
-        raise TraceTooSmall(f"the member list of group {anchor.group} is too short")
-    return picked

@@ -176,10 +176,15 @@ def path_json(path: Iterable[str]) -> bytes:
     return _texts(list(path))
 
 
+#: a related note's depth as JSON, written once for the depths a request can reach (10 at most)
+_DEPTHS = tuple(str(depth).encode() for depth in range(11))
+
+
 def related_json(head: bytes, depth: int, path: bytes, tail: bytes) -> bytes:
     """A ``FocusContextNote`` object from its :func:`note_fragments`, depth and :func:`path_json`."""
-    return b"".join((b"{", head, b',"depth":', str(depth).encode(), b',"retrievalPath":', path, b",",
-                     tail, b"}"))
+    written = _DEPTHS[depth] if 0 <= depth < len(_DEPTHS) else str(depth).encode()
+    return b"".join((b"{", head, b',"depth":', written, b',"retrievalPath":', path, b",", tail,
+                     b"}"))
 
 
 def focus_json(focus: FocusNoteOut) -> bytes:
@@ -187,8 +192,9 @@ def focus_json(focus: FocusNoteOut) -> bytes:
     return _written(_focus_members(focus))
 
 
-def results_json(focus: bytes, related: Iterable[bytes]) -> bytes:
-    """The ``/graph`` response body from the focus note's object and the related notes' objects."""
+def results_json(focus: bytes, related: Iterable[bytes | memoryview]) -> bytes:
+    """The ``/graph`` response body from the focus note's object and the related notes' objects
+    (or runs of them, comma-separated)."""
     return b"".join((b'{"focusNote":', focus, b',"relatedNotes":[', b",".join(related), b"]}"))
 
 
