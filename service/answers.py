@@ -161,20 +161,21 @@ def _replay_key(envelope: Envelope, ask: Ask) -> tuple[object, ...] | None:
 def _traced_body(envelope: Envelope, ask: Ask) -> Answer:
     """The stored result, a kept answer or a replay, looked up at the least limit that gives the
     same answer (graphrag.wiki.focus.cut.full_limit: every limit from it on shows the whole
-    trace), so that one answer serves all of them, the stored one included."""
+    trace), so that one answer serves all of them, the stored one included. A trace not parsed
+    yet is asked for an answer kept at the very limit first (it may then never be parsed); a
+    parsed one gives the limit at once, so a read looks one answer up."""
     if ready(envelope, ask):
         return Answer(envelope.result_json)
-    kept = kept_answer(envelope, ask)
-    if kept is not None:
-        return kept
-    assert envelope.trace is not None
+    if envelope.parsed_trace is None:
+        kept = kept_answer(envelope, ask)
+        if kept is not None:
+            return kept
     trace, stored = envelope.trace, envelope.result_limit
+    assert trace is not None
     limit = shared_limit(trace, ask.token_limit)
     if ask.fmt == "json" and stored is not None and shared_limit(trace, stored) == limit:
         return Answer(envelope.result_json)
-    if limit == ask.token_limit:
-        return _kept(envelope, ask, _replayed(envelope, ask))
-    shared = replace(ask, token_limit=limit)
+    shared = ask if limit == ask.token_limit else replace(ask, token_limit=limit)
     kept = kept_answer(envelope, shared)
     return kept if kept is not None else _kept(envelope, shared, _replayed(envelope, shared))
 

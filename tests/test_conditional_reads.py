@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import text
@@ -133,16 +134,40 @@ def test_the_validators_of_the_same_bytes_object_are_kept_and_of_no_other() -> N
     time of computation gives its own, and at most ``size`` are kept."""
     kept = conditional._Kept(size=3)
     body = b'{"focusNote": {}}' * 50
-    first = conditional._digested(b"/v?", body, 0)
+    first = conditional._digested(b"/v?", conditional._BODIES.digest(body), 0)
     assert kept.put(b"/v?", body, 0, first) is first
     assert kept.get(b"/v?", body, 0) is first
     assert kept.get(b"/v?", bytes(bytearray(body)), 0) is None  # equal bytes, another object
     assert kept.get(b"/v?", body, 1) is None and kept.get(b"/w?", body, 0) is None
     bodies = [bytes([k]) * 10 for k in range(5)]
     for k, other in enumerate(bodies):
-        kept.put(b"/v?", other, k, conditional._digested(b"/v?", other, k))
+        kept.put(b"/v?", other, k, conditional._digested(b"/v?", conditional._BODIES.digest(other), k))
     assert len(kept._kept) == 3 and kept.get(b"/v?", body, 0) is None
-    assert kept.get(b"/v?", bodies[-1], 4) == conditional._digested(b"/v?", bodies[-1], 4)
+    assert kept.get(b"/v?", bodies[-1], 4) == conditional._digested(
+        b"/v?", conditional._BODIES.digest(bodies[-1]), 4)
     tags = validators(body, "/v", {}, computed_s=0)
     assert validators(body, "/v", {}, computed_s=0) is tags
     assert validators(bytes(bytearray(body)), "/v", {}, computed_s=0).etag == tags.etag
+
+
+def test_one_bytes_object_answered_at_many_variants_is_digested_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every tokenLimit from a trace's full limit on answers one kept bytes object: its digest is
+    taken once, and each variant still gets a tag of its own, the one equal bytes get."""
+    digested: list[int] = []
+    real = conditional.hashlib.sha256
+
+    def counting(data: bytes = b"") -> Any:
+        digested.append(len(data))
+        return real(data)
+
+    monkeypatch.setattr(conditional, "_BODIES", conditional._Digests(size=8))
+    monkeypatch.setattr(conditional.hashlib, "sha256", counting)
+    body = b'{"focusNote": {}}' * 500
+    tags = [validators(body, "/v", {"tokenLimit": str(k)}, computed_s=0).etag for k in range(20)]
+    assert len(set(tags)) == 20
+    assert digested.count(len(body)) == 1
+    copy = bytes(bytearray(body))
+    assert [validators(copy, "/v", {"tokenLimit": str(k)}, computed_s=0).etag
+            for k in range(20)] == tags
+    assert digested.count(len(body)) == 2

@@ -2,12 +2,15 @@
 
 Invariants, each argued from how the tag is made:
 
-* **The tag changes exactly when the answer's bytes change.** It is a digest of the bytes sent,
-  taken together with the *variant* that chose them (the path, hence the format, and the
-  parameters that select a context: tokenLimit, seed, strategy, viewer). Same variant and same
-  bytes give the same tag, so a rebuild that rewrote identical bytes keeps it; any other byte
-  changes it (SHA-256 cut to 128 bits: a collision is not a practical event; SHA-256 rather
-  than BLAKE2b because processors hash it in hardware, twice as fast on a hit's bytes).
+* **The tag changes exactly when the answer's bytes change.** It is a digest of the *variant*
+  that chose the bytes (the path, hence the format, and the parameters that select a context:
+  tokenLimit, seed, strategy, viewer) and of the bytes' own digest. Same variant and same bytes
+  give the same tag, so a rebuild that rewrote identical bytes keeps it; any other byte changes
+  the bytes' digest, hence the tag (SHA-256, the tag cut to 128 bits: a collision is not a
+  practical event; SHA-256 rather than BLAKE2b because processors hash it in hardware, twice as
+  fast on a hit's bytes). The bytes' digest is taken once per bytes object answered: every
+  tokenLimit from a trace's full limit on answers one kept object (service.answers), so a read
+  at a new tokenLimit digests a hundred bytes, not the answer again.
 * **Different tokenLimits and formats never share a tag**, even where their bytes agree (a short
   note's context is often the same at every limit): the variant is digested with the bytes.
 * **A 304 never hides a change.** The tag is computed from the answer the read would have sent
@@ -84,14 +87,14 @@ def validators(body: bytes, path: str, query: Mapping[str, str], *,
     chosen, at_s = variant(path, query), int(computed_s)
     found = _KEPT.get(chosen, body, at_s)
     if found is None:
-        found = _KEPT.put(chosen, body, at_s, _digested(chosen, body, at_s))
+        found = _KEPT.put(chosen, body, at_s, _digested(chosen, _BODIES.digest(body), at_s))
     return found
 
 
-def _digested(chosen: bytes, body: bytes, computed_s: int) -> Validators:
+def _digested(chosen: bytes, body_digest: bytes, computed_s: int) -> Validators:
     digest = hashlib.sha256(len(chosen).to_bytes(8, "big"))
     digest.update(chosen)
-    digest.update(body)
+    digest.update(body_digest)
     etag = quote_etag(digest.hexdigest()[:2 * _DIGEST_BYTES])
     return Validators(etag, ((b"etag", etag.encode("latin-1")),
                              (b"last-modified", _http_date(computed_s).encode("latin-1")),
@@ -122,12 +125,36 @@ class _Kept:
 
     def put(self, chosen: bytes, body: bytes, computed_s: int, tags: Validators) -> Validators:
         self._kept[chosen, id(body)] = (body, computed_s, tags)
-        while len(self._kept) > self.size:
-            try:
-                del self._kept[next(iter(self._kept))]
-            except (KeyError, RuntimeError, StopIteration):  # another thread changed it meanwhile
-                break
+        _drop_oldest(self._kept, self.size)
         return tags
 
 
+class _Digests:
+    """The SHA-256 of the last ``size`` bytes objects answered, by the object's identity (held
+    by its entry, as in :class:`_Kept`, so no other object can have it meanwhile)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._kept: dict[int, tuple[bytes, bytes]] = {}
+
+    def digest(self, body: bytes) -> bytes:
+        found = self._kept.get(id(body))
+        if found is not None and found[0] is body:
+            return found[1]
+        digest = hashlib.sha256(body).digest()
+        self._kept[id(body)] = (body, digest)
+        _drop_oldest(self._kept, self.size)
+        return digest
+
+
+def _drop_oldest(kept: dict[Any, Any], size: int) -> None:
+    """Drop ``kept``'s oldest entries past ``size`` (another thread may drop them meanwhile)."""
+    while len(kept) > size:
+        try:
+            del kept[next(iter(kept))]
+        except (KeyError, RuntimeError, StopIteration):
+            break
+
+
 _KEPT = _Kept(size=1024)
+_BODIES = _Digests(size=1024)
