@@ -15,8 +15,11 @@ holds the generator's row count:
 * *reads*: in-process reader hits on the rebuilt snapshots at the default tokenLimit (the stored
   result) and at another (:data:`OTHER_LIMIT`: a note's first read there replays its trace, the
   same read again takes the answer the reader kept, service.reader.traces), next to a bare client's
-  ``GET`` + decode of the same keys (:func:`storage.redis.probe.packed_latencies_us`), in
-  alternating blocks in a fresh shuffled order, as the wavefront reader figure is measured;
+  ``GET`` + decode of the same keys (:func:`storage.redis.probe.packed_latencies_us`): in each
+  round the notes in a fresh shuffled order, each note's three reads in a shuffled order of their
+  own, so that how fast the machine runs from one moment to the next falls on the three alike
+  (measured in blocks of their own, the ratio moved by more than its target's margin between
+  runs);
 * *full*: the full-rebuild path against the batched path over the same first notebooks
   (ops.bench.full);
 * *users*: a subscriber of one of the rebuilt notebooks and a member of the circle owning another
@@ -131,11 +134,15 @@ def _reads(bench: Bench, wiring: Wiring, foci: Sequence[int]) -> dict[str, Any]:
     hits: list[float] = []
     others: list[float] = []
     raws: list[float] = []
+    reads: list[tuple[list[float], Any]] = [
+        (hits, lambda f: time_reader(lambda g: reader.get(g, token_limit=TOKEN_LIMIT), [f])),
+        (others, lambda f: time_reader(lambda g: reader.get(g, token_limit=OTHER_LIMIT), [f])),
+        (raws, lambda f: packed_latencies_us(bench.client, [keys.snapshot(f, STRATEGY, None)]))]
     for _ in range(READ_ROUNDS):
         rng.shuffle(order)
-        hits += time_reader(lambda f: reader.get(f, token_limit=TOKEN_LIMIT), order)
-        others += time_reader(lambda f: reader.get(f, token_limit=OTHER_LIMIT), order)
-        raws += packed_latencies_us(bench.client, [keys.snapshot(f, STRATEGY, None) for f in order])
+        for focus in order:  # (the three reads of a note in a shuffled order: module docstring)
+            for timed, read in rng.sample(reads, len(reads)):
+                timed += read(focus)
     hit, other, raw = (percentile(xs, .5) for xs in (hits, others, raws))
     first = percentile(others[:len(order)], .5)  # each trace's first replay: inflated and parsed
     say(f"today's Doughnut reads: hit p50 {hit:.0f} µs at tokenLimit {TOKEN_LIMIT}, {other:.0f} µs "
