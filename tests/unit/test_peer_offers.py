@@ -8,7 +8,7 @@ from __future__ import annotations
 from hypothesis import given
 
 from graphrag.wiki.focus.peers import offer_costs, offered, offerings, peers
-from graphrag.wiki.focus.trace import Trace
+from graphrag.wiki.focus.trace import PeerList, Trace
 from graphrag.wiki.focus.types import TraceTooSmall
 from tests.unit.test_focus_properties import SETTINGS, Case, cases
 from tests.wiki_support import WikiGraph, trace_of
@@ -76,3 +76,21 @@ def test_hubs_of_one_folder_offer_its_first_members_once_each_from_the_first_hub
     shown = peers(made, len(trace.wiki.ids), 10**6, trace.least_cost)
     assert [s[0] for s in shown] == members[:2]
     assert peers(made, len(trace.wiki.ids), 0, trace.least_cost) == []
+
+
+def test_an_anchor_whose_short_list_holds_nothing_else_raises_after_an_empty_group() -> None:
+    """Two groups whose lists hold nothing but the focus: the focus's own, complete (it offers
+    nothing), and a hub's, cut short. Reaching the hub's query needs rows the trace lacks, even
+    though the group sampled before offered nothing either."""
+    graph = WikiGraph()
+    book = graph.notebook("NB", user=1)
+    alone, other = graph.folder(book, "A"), graph.folder(book, "B")
+    focus = graph.note("Focus", book, alone)
+    hub = graph.note("Hub", book, other)
+    graph.note("Peer", book, other)
+    graph.link(focus, hub)
+    trace = trace_of(graph, focus, 20_000, viewer=None, seed=None, max_depth=1)
+    group = trace.notes.group(hub)
+    assert group is not None
+    trace.groups[group] = PeerList((focus,), complete=False)  # (a damaged or short list)
+    assert _read(trace, len(trace.wiki.ids)) == ([], True) == _plainly(trace, len(trace.wiki.ids))

@@ -46,7 +46,8 @@ class _Anchor(NamedTuple):
     depth: int
     #: -1 the focus, else its ladder index: it takes part once more entries than that are emitted
     path_at: int
-    note_id: int
+    #: its group (None: its note is one the trace does not hold)
+    group: str | None
     cap: int
     #: its group's members less the focus, shared by the anchors of the group (None: the trace
     #: holds none)
@@ -80,13 +81,12 @@ def offerings(trace: Trace) -> Offerings:
         held = note_id == trace.focus_id or notes.cost(note_id) is not None
         group = trace.focus.group if path_at < 0 else notes.group(note_id) if held else None
         if not held:
-            anchors.append(_Anchor(depth, path_at, note_id, caps[depth], None, False,
+            anchors.append(_Anchor(depth, path_at, None, caps[depth], None, False,
                                    f"the trace holds no note {note_id}"))
         elif group is not None:
             if group not in groups:
                 groups[group] = _members(trace, group, claimed_from)
-            anchors.append(_anchor(trace, depth, path_at, note_id, caps[depth], group,
-                                   groups[group]))
+            anchors.append(_anchor(trace, depth, path_at, caps[depth], group, groups[group]))
     return Offerings(tuple(anchors))
 
 
@@ -100,12 +100,12 @@ def _members(trace: Trace, group: str, claimed_from: dict[int, int]) -> tuple[_M
     return tuple((m, cost_of(m), claimed_from.get(m, never)) for m in members.ids if m != focus)
 
 
-def _anchor(trace: Trace, depth: int, path_at: int, note_id: int, cap: int, group: str,
+def _anchor(trace: Trace, depth: int, path_at: int, cap: int, group: str,
             members: tuple[_Member, ...] | None) -> _Anchor:
     if members is None:
-        return _Anchor(depth, path_at, note_id, cap, None, False,
+        return _Anchor(depth, path_at, group, cap, None, False,
                        f"the trace holds no members of group {group}")
-    return _Anchor(depth, path_at, note_id, cap, members, trace.groups[group].complete,
+    return _Anchor(depth, path_at, group, cap, members, trace.groups[group].complete,
                    f"the member list of group {group} is too short")
 
 
@@ -114,16 +114,18 @@ def offered(made: Offerings, emitted: int) -> Iterator[Offer]:
     raises TraceTooSmall on reaching an anchor whose members the trace lacks. An anchor of a
     group sampled before at a cap as large offers nothing new: its own note is claimed (it is an
     emitted entry), so its sample is a prefix of that one, which was long enough."""
-    seen, sampled = set[int](), dict[int, int]()
+    seen, sampled = set[int](), dict[str, int]()
     for anchor in made.anchors:
-        group = id(anchor.members)
-        if anchor.path_at >= emitted or sampled.get(group, 0) >= anchor.cap > 0:
+        group = anchor.group
+        if anchor.path_at >= emitted or (group is not None
+                                         and sampled.get(group, 0) >= anchor.cap > 0):
             continue
         for note_id, cost in _sample(anchor, emitted):
             if note_id not in seen:
                 seen.add(note_id)
                 yield note_id, anchor.depth + 1, anchor.path_at, cost
-        sampled[group] = max(anchor.cap, sampled.get(group, 0))
+        if group is not None:  # (an anchor without one raised in its sample)
+            sampled[group] = max(anchor.cap, sampled.get(group, 0))
 
 
 def _sample(anchor: _Anchor, emitted: int) -> Sequence[tuple[int, int | None]]:
