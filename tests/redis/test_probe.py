@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import orjson
 import pytest
+import zstandard
 
 from graphrag.core.errors import CacheUnavailable
+from service.packing import pack
 from storage.redis import probe
 from tests.redis.readers import free_port, real_redis, redis_url, unique_prefix
 
@@ -42,6 +44,24 @@ def test_get_latencies_time_each_key_and_fail_on_a_missing_one() -> None:
         assert len(latencies) == len(keys) and all(us > 0 for us in latencies)
         with pytest.raises(ValueError):  # orjson.loads(None): the caller times keys it wrote
             probe.get_latencies_us(client, [f"{prefix}:snap:{{99}}"])
+
+
+def test_packed_latencies_read_each_default_answer_through_one_decompressor() -> None:
+    """A bare client's read of a packed value's default answer, a key at a time through one
+    decompressor (as the bench interleaves it with the reader's reads), or several at once."""
+    prefix = unique_prefix()
+    result = orjson.dumps({"focusNote": {"title": "t" * 300}, "relatedNotes": []})
+    with real_redis(prefix) as client:
+        keys = [f"{prefix}:snap:{{{i}}}" for i in range(3)]
+        for key in keys:
+            client.set(key, pack({"noteId": 1}, result, b'{"trace": 1}'))
+        one = zstandard.ZstdDecompressor()
+        timed = [us for key in keys for us in probe.packed_latencies_us(client, [key],
+                                                                         decompressor=one)]
+        assert len(timed) == 3 and all(us > 0 for us in timed)
+        assert len(probe.packed_latencies_us(client, keys)) == 3
+        with pytest.raises(AttributeError):  # (a missing key: the caller times keys it wrote)
+            probe.packed_latencies_us(client, [f"{prefix}:snap:{{99}}"], decompressor=one)
 
 
 def test_unlink_prefix_removes_the_prefix_only() -> None:
