@@ -134,17 +134,17 @@ def test_the_validators_of_the_same_bytes_object_are_kept_and_of_no_other() -> N
     time of computation gives its own, and at most ``size`` are kept."""
     kept = conditional._Kept(size=3)
     body = b'{"focusNote": {}}' * 50
-    first = conditional._digested(b"/v?", conditional._BODIES.digest(body), 0)
-    assert kept.put(b"/v?", body, 0, first) is first
-    assert kept.get(b"/v?", body, 0) is first
-    assert kept.get(b"/v?", bytes(bytearray(body)), 0) is None  # equal bytes, another object
-    assert kept.get(b"/v?", body, 1) is None and kept.get(b"/w?", body, 0) is None
+    first = conditional._digested(b"/v?", conditional._digest(body), 0)
+    assert kept.put((b"/v?", 0), body, first) is first
+    assert kept.get((b"/v?", 0), body) is first
+    assert kept.get((b"/v?", 0), bytes(bytearray(body))) is None  # equal bytes, another object
+    assert kept.get((b"/v?", 1), body) is None and kept.get((b"/w?", 0), body) is None
     bodies = [bytes([k]) * 10 for k in range(5)]
     for k, other in enumerate(bodies):
-        kept.put(b"/v?", other, k, conditional._digested(b"/v?", conditional._BODIES.digest(other), k))
-    assert len(kept._kept) == 3 and kept.get(b"/v?", body, 0) is None
-    assert kept.get(b"/v?", bodies[-1], 4) == conditional._digested(
-        b"/v?", conditional._BODIES.digest(bodies[-1]), 4)
+        kept.put((b"/v?", k), other, conditional._digested(b"/v?", conditional._digest(other), k))
+    assert len(kept._kept) == 3 and kept.get((b"/v?", 0), body) is None
+    assert kept.get((b"/v?", 4), bodies[-1]) == conditional._digested(
+        b"/v?", conditional._digest(bodies[-1]), 4)
     tags = validators(body, "/v", {}, computed_s=0)
     assert validators(body, "/v", {}, computed_s=0) is tags
     assert validators(bytes(bytearray(body)), "/v", {}, computed_s=0).etag == tags.etag
@@ -161,7 +161,7 @@ def test_one_bytes_object_answered_at_many_variants_is_digested_once(
         digested.append(len(data))
         return real(data)
 
-    monkeypatch.setattr(conditional, "_BODIES", conditional._Digests(size=8))
+    monkeypatch.setattr(conditional, "_DIGESTS", conditional._Kept(size=8))
     monkeypatch.setattr(conditional.hashlib, "sha256", counting)
     body = b'{"focusNote": {}}' * 500
     tags = [validators(body, "/v", {"tokenLimit": str(k)}, computed_s=0).etag for k in range(20)]

@@ -30,10 +30,10 @@ Parsing and formatting of the header fields are werkzeug's (RFC 9110's weak comp
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from werkzeug.http import http_date, parse_etags, quote_etag
 
@@ -43,6 +43,7 @@ __all__ = ["CACHE_CONTROL", "VARIANT_PARAMETERS", "Validators", "url_path", "val
 VARIANT_PARAMETERS = ("tokenLimit", "seed", "strategy", "viewer")
 CACHE_CONTROL = "private, no-cache"
 _DIGEST_BYTES = 16
+V = TypeVar("V")
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,9 +86,17 @@ def validators(body: bytes, path: str, query: Mapping[str, str], *,
     """The validators of ``body`` answered at ``path`` with ``query``, computed at ``computed_s``
     (seconds since the epoch); those of the same bytes object kept (:class:`_Kept`)."""
     chosen, at_s = variant(path, query), int(computed_s)
-    found = _KEPT.get(chosen, body, at_s)
+    found = _TAGS.get((chosen, at_s), body)
     if found is None:
-        found = _KEPT.put(chosen, body, at_s, _digested(chosen, _BODIES.digest(body), at_s))
+        found = _TAGS.put((chosen, at_s), body, _digested(chosen, _digest(body), at_s))
+    return found
+
+
+def _digest(body: bytes) -> bytes:
+    """The SHA-256 of ``body``, taken once per bytes object answered (:class:`_Kept`)."""
+    found = _DIGESTS.get(None, body)
+    if found is None:
+        found = _DIGESTS.put(None, body, hashlib.sha256(body).digest())
     return found
 
 
@@ -102,49 +111,32 @@ def _digested(chosen: bytes, body_digest: bytes, computed_s: int) -> Validators:
                              (b"vary", b"Authorization")))
 
 
-class _Kept:
-    """The validators of the last ``size`` answers, by variant and the very bytes object answered.
+class _Kept(Generic[V]):
+    """The last ``size`` values made from objects answered, by a key and the very object.
 
     A hit read again answers the same bytes object each time (the result of the value the reader
-    kept decoded, service.reader.decoded, or an answer it kept replayed), so its validators are
-    found by the object's identity, without digesting or even hashing its bytes; any other body
-    (computed now) is a miss that costs one lookup. Exact: an entry holds its bytes object, so
-    while it is kept no other object can have its identity, and the validators are a function of
-    the variant, the bytes and the time of computation, all compared. The oldest entry goes
-    first; a lookup and a change are each one dict operation (threads share it safely)."""
+    kept decoded, service.reader.decoded, or an answer it kept replayed), so what was made from it
+    (its digest; its validators at a variant and a time of computation, the key) is found by the
+    object's identity, without digesting or even hashing its bytes; any other body (computed now)
+    is a miss that costs one lookup. Exact: an entry holds its object, so while it is kept no
+    other object can have its identity, and the value is a function of the key and the bytes,
+    both compared. The oldest entry goes first; a lookup and a change are each one dict operation
+    (threads share it safely)."""
 
     def __init__(self, size: int) -> None:
         self.size = size
-        self._kept: dict[tuple[bytes, int], tuple[bytes, int, Validators]] = {}
+        self._kept: dict[tuple[Hashable, int], tuple[object, V]] = {}
 
-    def get(self, chosen: bytes, body: bytes, computed_s: int) -> Validators | None:
-        found = self._kept.get((chosen, id(body)))
-        if found is None or found[0] is not body or found[1] != computed_s:
+    def get(self, key: Hashable, answered: object) -> V | None:
+        found = self._kept.get((key, id(answered)))
+        if found is None or found[0] is not answered:
             return None
-        return found[2]
+        return found[1]
 
-    def put(self, chosen: bytes, body: bytes, computed_s: int, tags: Validators) -> Validators:
-        self._kept[chosen, id(body)] = (body, computed_s, tags)
+    def put(self, key: Hashable, answered: object, value: V) -> V:
+        self._kept[key, id(answered)] = (answered, value)
         _drop_oldest(self._kept, self.size)
-        return tags
-
-
-class _Digests:
-    """The SHA-256 of the last ``size`` bytes objects answered, by the object's identity (held
-    by its entry, as in :class:`_Kept`, so no other object can have it meanwhile)."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._kept: dict[int, tuple[bytes, bytes]] = {}
-
-    def digest(self, body: bytes) -> bytes:
-        found = self._kept.get(id(body))
-        if found is not None and found[0] is body:
-            return found[1]
-        digest = hashlib.sha256(body).digest()
-        self._kept[id(body)] = (body, digest)
-        _drop_oldest(self._kept, self.size)
-        return digest
+        return value
 
 
 def _drop_oldest(kept: dict[Any, Any], size: int) -> None:
@@ -156,5 +148,5 @@ def _drop_oldest(kept: dict[Any, Any], size: int) -> None:
             break
 
 
-_KEPT = _Kept(size=1024)
-_BODIES = _Digests(size=1024)
+_TAGS: _Kept[Validators] = _Kept(size=1024)
+_DIGESTS: _Kept[bytes] = _Kept(size=1024)
