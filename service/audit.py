@@ -17,7 +17,8 @@ from graphrag import GraphRagError, NoteNotFound, Request
 from graphrag.core.errors import Forbidden
 from graphrag.tree.render import loads as loads_json
 from service.context import ContextService
-from service.envelope import Envelope, decode_envelope
+from service.decoding import decode_envelope
+from service.envelope import Envelope
 from service.ports import SnapshotCache
 
 __all__ = ["AuditReport", "Finding", "audit"]

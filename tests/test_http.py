@@ -22,7 +22,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from graphrag import Request
 from service.context import ContextService
-from service.envelope import decode_envelope
+from service.decoding import decode_envelope
 from service.metrics import ReaderMetrics
 from service.reader import ReaderConfig, SnapshotReader
 from service.rebuild import rebuild

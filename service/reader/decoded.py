@@ -9,7 +9,7 @@ values decoded, by the stored bytes themselves.
 Invariants:
 
 * **Only the same bytes.** An entry is found only for bytes equal to the ones decoded (a dict keyed
-  by the bytes: equal hash and equal content), and :func:`service.envelope.decode_envelope` is a
+  by the bytes: equal hash and equal content), and :func:`service.decoding.decode_envelope` is a
   function of the bytes alone, so what is found is what decoding them now would give. Nothing is
   skipped that decides what is served: the read still reads the value and its note's generation
   from Redis first, and checks generation, freshness, database and viewer on the envelope found.
@@ -27,7 +27,8 @@ Invariants:
 
 from __future__ import annotations
 
-from service.envelope import Envelope, decode_envelope
+from service.decoding import decode_envelope
+from service.envelope import Envelope
 from service.reader.traces import KeptAnswers
 
 __all__ = ["DecodedValues"]

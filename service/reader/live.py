@@ -33,7 +33,8 @@ from graphrag import DatabaseUnavailable, GraphRagError, Request, get_strategy
 from graphrag.core.errors import CacheUnavailable, Unavailable
 from service.answers import Ask, envelope_body, outcome_body
 from service.context import ContextService
-from service.envelope import Envelope, decode_envelope
+from service.decoding import decode_envelope
+from service.envelope import Envelope
 from service.metrics import ReaderMetrics
 from service.ports import Coordination, Lease, SnapshotCache
 from service.reader.served import ReaderConfig, Served, as_served, usable

@@ -27,7 +27,8 @@ import pytest
 from sqlalchemy import text
 
 from graphrag import Request
-from service.envelope import SnapshotKey, decode_envelope
+from service.decoding import decode_envelope
+from service.envelope import SnapshotKey
 from storage.database import open_engine
 from storage.redis.client import delete_prefix
 from tests.binlog_server import create_cdc_user, execute, private_mariadb

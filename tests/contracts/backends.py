@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from service.envelope import SnapshotKey, decode_envelope
+from service.decoding import decode_envelope
+from service.envelope import SnapshotKey
 from storage.memory import (
     MemoryCoordination,
     MemoryDirtySet,

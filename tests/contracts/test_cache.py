@@ -22,7 +22,8 @@ import redis
 from redis.exceptions import RedisClusterException
 
 from graphrag.core.errors import CacheUnavailable
-from service.envelope import SnapshotKey, decode_envelope
+from service.decoding import decode_envelope
+from service.envelope import SnapshotKey
 from service.rebuild import FULL_REBUILD
 from tests.contracts.backends import backend_named
 from tests.contracts.cache_contract import LAYERED_LIMITS, CacheContract, envelope, wf, write

@@ -19,7 +19,8 @@ import zstandard
 from graphrag.wiki.focus.context import Trace, cut
 from graphrag.wiki.focus.render import result_json
 from graphrag.wiki.focus.strategy import replay_json
-from service.envelope import Envelope, SnapshotKey, decode_envelope, is_fresh
+from service.decoding import decode_envelope
+from service.envelope import Envelope, SnapshotKey, is_fresh
 from tests.contracts.backends import SOFT_TTL_S
 from tests.contracts.cache_contract import CacheContract, envelope, wf, write
 from tests.redis.readers import snapshot_of

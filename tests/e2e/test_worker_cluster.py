@@ -22,7 +22,8 @@ from fastapi.testclient import TestClient
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
-from service.envelope import SnapshotKey, decode_envelope
+from service.decoding import decode_envelope
+from service.envelope import SnapshotKey
 from storage.database import open_engine
 from storage.profiles.admin_2025 import create_tables, insert_notes
 from storage.redis.client import delete_prefix

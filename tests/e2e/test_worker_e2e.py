@@ -18,7 +18,7 @@ import time
 import pytest
 
 from graphrag import NoteNotFound
-from service.envelope import decode_envelope
+from service.decoding import decode_envelope
 from tests.e2e.conftest import FIGURES, wait_until
 from tests.e2e.worker_system import (
     FRESH_WITHIN_S,

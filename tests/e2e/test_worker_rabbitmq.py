@@ -23,7 +23,8 @@ from kombu import Connection
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
-from service.envelope import SnapshotKey, decode_envelope
+from service.decoding import decode_envelope
+from service.envelope import SnapshotKey
 from storage.database import open_engine
 from storage.profiles.admin_2025 import create_tables, insert_notes
 from tests.conftest import mariadb_database, url_string

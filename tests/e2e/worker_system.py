@@ -34,7 +34,8 @@ from standardwebhooks.webhooks import Webhook
 
 from graphrag import Request
 from service.context import ContextService
-from service.envelope import Envelope, decode_envelope
+from service.decoding import decode_envelope
+from service.envelope import Envelope
 from storage.redis.cache import RedisCache as SnapshotStore
 from storage.redis.queue import RedisDirtySet as DirtySet
 from tests.e2e.conftest import FIGURES, LATENCIES, Workers, wait_until

@@ -28,7 +28,8 @@ from sqlalchemy.engine import Engine
 
 from graphrag import CharsCounter, Costing, StrategyParams
 from service.context import Computed, ContextService
-from service.envelope import SnapshotKey, decode_envelope
+from service.decoding import decode_envelope
+from service.envelope import SnapshotKey
 from storage.database import open_engine
 from storage.profiles.doughnut_2025 import Doughnut2025
 from storage.redis.cache import RedisCache

@@ -15,7 +15,8 @@ from prometheus_client import CollectorRegistry
 from graphrag import GraphRagError, NoteNotFound
 from graphrag.core.errors import Unavailable
 from service.context import ContextService
-from service.envelope import SnapshotKey, decode_envelope
+from service.decoding import decode_envelope
+from service.envelope import SnapshotKey
 from service.reader import SnapshotReader
 from storage.redis.cache import RedisCache
 from tests.redis.reader_contract import (

@@ -22,7 +22,8 @@ from sqlalchemy.engine import Engine
 
 from graphrag import GraphRagError, Request, config_hash
 from service.context import ContextService
-from service.envelope import Envelope, decode_envelope
+from service.decoding import decode_envelope
+from service.envelope import Envelope
 from storage.redis.cache import RedisCache as SnapshotStore
 from storage.redis.client import mget
 from tests.reliability.support import check_result

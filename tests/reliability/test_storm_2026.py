@@ -37,7 +37,8 @@ from sqlalchemy.engine import Engine
 
 from graphrag import Request
 from graphrag.wiki.focus.strategy import WikiOutcome
-from service.envelope import SnapshotKey, decode_envelope
+from service.decoding import decode_envelope
+from service.envelope import SnapshotKey
 from storage.database import open_engine
 from storage.profiles.admin_2026 import create_tables, insert_rows
 from tests.conftest import mariadb_database, url_string

@@ -18,8 +18,9 @@ import pytest
 from graphrag import CharsCounter, StrategyParams
 from service.carry import Carry
 from service.context import ContextService
+from service.decoding import decode_envelope
 from service.drain import drain_until
-from service.envelope import Envelope, SnapshotKey, decode_envelope
+from service.envelope import Envelope, SnapshotKey
 from service.events import record_events, sibling_radius
 from service.note_event import NoteEvent
 from service.ports import SnapshotCache

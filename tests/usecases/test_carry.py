@@ -11,7 +11,7 @@ import pytest
 
 from graphrag.core.errors import DatabaseUnavailable
 from service.carry import Carry
-from service.envelope import decode_envelope
+from service.decoding import decode_envelope
 from service.note_event import NoteEvent
 from service.rebuild import start_full_rebuild
 from tests.usecases.conftest import CacheProxy, World

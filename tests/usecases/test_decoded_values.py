@@ -10,7 +10,8 @@ import pytest
 
 from graphrag import CharsCounter, Request, StrategyParams
 from service.context import ContextService
-from service.envelope import Envelope, SnapshotKey, decode_envelope
+from service.decoding import decode_envelope
+from service.envelope import Envelope, SnapshotKey
 from service.reader import ReaderConfig, SnapshotReader
 from service.reader import decoded as decoded_module
 from service.reader.decoded import DecodedValues

@@ -17,8 +17,9 @@ from graphrag import CharsCounter, Request, StrategyParams, get_strategy
 from graphrag.wiki.model import Viewer
 from service.answers import trace_viewer
 from service.context import ContextService
+from service.decoding import decode_envelope
 from service.doughnut_api import DoughnutRead, Refusal, answer, cached_answer
-from service.envelope import SnapshotKey, decode_envelope
+from service.envelope import SnapshotKey
 from service.ports import TokenOwner
 from service.reader import ReaderConfig, SnapshotReader
 from service.rebuild import rebuild

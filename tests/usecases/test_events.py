@@ -10,7 +10,8 @@ import pytest
 
 from graphrag.core.errors import CacheUnavailable
 from service import tree_events
-from service.envelope import SnapshotKey, decode_envelope
+from service.decoding import decode_envelope
+from service.envelope import SnapshotKey
 from service.events import sibling_radius
 from service.note_event import NoteEvent
 from service.tree_events import affected_foci

@@ -24,8 +24,9 @@ from graphrag import CharsCounter, Request, StrategyParams
 from graphrag.wiki.focus.strategy import WikiOutcome
 from graphrag.wiki.model import Folder, Notebook, Viewer
 from service.context import ContextService
+from service.decoding import decode_envelope
 from service.drain import drain_until
-from service.envelope import SnapshotKey, decode_envelope
+from service.envelope import SnapshotKey
 from service.events import record_events
 from service.note_event import NoteEvent
 from service.reader import ReaderConfig, SnapshotReader

@@ -11,7 +11,8 @@ import pytest
 from graphrag import CharsCounter, NoteNotFound, Request, StrategyParams
 from graphrag.core.errors import CacheUnavailable, Unavailable
 from service.context import ContextService
-from service.envelope import Fact, SnapshotKey, decode_envelope
+from service.decoding import decode_envelope
+from service.envelope import Fact, SnapshotKey
 from service.events import outdate_shown
 from service.note_event import NoteEvent
 from service.reader import ReaderConfig, Served, SnapshotReader

@@ -32,7 +32,8 @@ from graphrag import (
 )
 from graphrag.core import strategy as strategy_registry
 from graphrag.tree.outcome import outcome_by_labels, prepare_focus, within_budget
-from service.envelope import SnapshotKey, decode_envelope
+from service.decoding import decode_envelope
+from service.envelope import SnapshotKey
 from service.reader import ReaderConfig, SnapshotReader
 from tests.usecases.conftest import MAX_LIMIT, SEEDS, World
 from worker.settings import load_settings
