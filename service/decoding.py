@@ -31,6 +31,8 @@ _INT_FIELDS = ("noteId", "generation", "computedAt", "asOf", "maxTokenLimit", "f
 _INT_ONLY = frozenset({int})
 #: lines each holding a colon (:func:`_facts`)
 _FACT_LINES = re.compile(r"[^\n:]*:[^\n]*(?:\n[^\n:]*:[^\n]*)*")
+
+
 def _ints(values: Any) -> bool:
     """Whether ``values`` is a list of plain ints (bools excluded); one C-level pass."""
     return isinstance(values, list) and set(map(type, values)) <= _INT_ONLY
