@@ -15,6 +15,12 @@ The data directory lives in a fresh directory under the system temporary directo
 pytest's ``tmp_path``: pytest's base directory is private to the current user (mode 0700), and
 ``mariadbd`` drops to the ``mysql`` user when started as root. ``tmp_path`` keeps a copy of the error
 log after the server is gone.
+
+Every private server, and the bootstrap server ``mariadb-install-db`` runs, gets a ``--tmpdir`` of
+its own. MariaDB deletes every ``#sql*`` file in its temporary directory when it starts, to clear
+what a crash left behind; with the default ``/tmp`` that includes the on-disk temporary tables the
+machine's shared MariaDB is using at that moment, and a query of another test fails ("Error on
+delete of '/tmp/#sql-temptable-...'").
 """
 
 from __future__ import annotations
@@ -94,12 +100,14 @@ def _template_datadir() -> Path:
     """A freshly installed data directory, made once per process and copied for each server."""
     base = Path(tempfile.mkdtemp(prefix="graphrag-mariadb-template-"))
     atexit.register(shutil.rmtree, base, ignore_errors=True)
-    _give_to_server_user(base)
     datadir = base / "data"
+    (base / "tmp").mkdir()
+    _give_to_server_user(base)
     command = [
         shutil.which("mariadb-install-db") or "mariadb-install-db",
         *_COMMON_OPTIONS,
         f"--datadir={datadir}",
+        f"--tmpdir={base / 'tmp'}",
         "--auth-root-authentication-method=normal",
         "--skip-test-db",
         *_user_options(),
@@ -125,6 +133,7 @@ def _server_command(datadir: Path, port: int, options: Iterable[str]) -> list[st
         shutil.which("mariadbd") or "/usr/sbin/mariadbd",
         *_COMMON_OPTIONS,
         f"--datadir={datadir}",
+        f"--tmpdir={datadir.parent / 'tmp'}",
         f"--port={port}",
         f"--socket={datadir / 'sock'}",
         f"--pid-file={datadir / 'pid'}",
@@ -203,6 +212,7 @@ def private_mariadb(
     process: subprocess.Popen[bytes] | None = None
     try:
         shutil.copytree(_template_datadir(), datadir, symlinks=True)
+        (base / "tmp").mkdir()
         _give_to_server_user(base)
         port = _free_port()
         options = [

@@ -5,7 +5,9 @@ the section installs a data directory into a fresh temporary directory (``mariad
 starts ``mariadbd`` on a free loopback port with ``log_bin``, ``binlog_format=ROW``,
 ``binlog_row_image=FULL`` and ``binlog_row_metadata=FULL``, and on exit stops it (SIGTERM, then
 SIGKILL) and removes the directory. Run as root, the server drops to the ``mysql`` user, which
-therefore owns the directory.
+therefore owns the directory. Both the bootstrap and the server get a ``--tmpdir`` inside that
+directory: MariaDB deletes every ``#sql*`` file in its temporary directory when it starts, which in
+``/tmp`` would include the temporary tables the machine's own MariaDB is using.
 """
 
 from __future__ import annotations
@@ -58,13 +60,15 @@ def private_binlog_server() -> Iterator[str]:
     """The root URL (no database) of a fresh MariaDB with a ROW/FULL/FULL binary log."""
     base = Path(tempfile.mkdtemp(prefix="graphrag-bench-binlog-"))
     data, port = base / "data", free_port()
+    tmpdir = f"--tmpdir={base / 'tmp'}"
     proc: subprocess.Popen[bytes] | None = None
     try:
+        (base / "tmp").mkdir()
         _chown(base)
         _run([shutil.which("mariadb-install-db") or "mariadb-install-db", *_OPTIONS, f"--datadir={data}",
-              "--auth-root-authentication-method=normal", "--skip-test-db", *_user()])
+              tmpdir, "--auth-root-authentication-method=normal", "--skip-test-db", *_user()])
         proc = subprocess.Popen(
-            [shutil.which("mariadbd") or "/usr/sbin/mariadbd", *_OPTIONS, f"--datadir={data}",
+            [shutil.which("mariadbd") or "/usr/sbin/mariadbd", *_OPTIONS, f"--datadir={data}", tmpdir,
              f"--port={port}", f"--socket={data / 'sock'}", "--bind-address=127.0.0.1",
              "--log-bin=bin", "--binlog-format=ROW", "--binlog-row-image=FULL",
              "--binlog-row-metadata=FULL", "--server-id=1", *_user()],

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import pwd
+import tempfile
 import uuid
 from pathlib import Path
 from typing import Any
@@ -167,3 +170,18 @@ def test_a_server_that_cannot_start_fails_the_test_with_its_reason(tmp_path: Pat
     with expected as failed, private_mariadb(tmp_path, binlog_format="NO-SUCH-FORMAT"):
         pass  # pragma: no cover - never reached
     assert "skip" not in str(failed.value).lower()
+
+
+def test_a_private_server_leaves_the_shared_servers_temporary_tables_alone(tmp_path: Path) -> None:
+    """MariaDB clears ``#sql*`` files from its temporary directory on start: never from ``/tmp``."""
+    stray = Path(tempfile.gettempdir()) / f"#sql-temptable-graphrag-{uuid.uuid4().hex[:8]}.MAI"
+    stray.touch()
+    try:
+        if os.geteuid() == 0:  # the shared server runs as mysql and owns its temporary tables
+            entry = pwd.getpwnam("mysql")
+            os.chown(stray, entry.pw_uid, entry.pw_gid)
+        with private_mariadb(tmp_path):
+            pass
+        assert stray.exists()
+    finally:
+        stray.unlink(missing_ok=True)
