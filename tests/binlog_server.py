@@ -31,7 +31,6 @@ import os
 import pwd
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -42,6 +41,8 @@ from pathlib import Path
 import pymysql  # type: ignore[import-untyped,unused-ignore]
 import pytest
 from sqlalchemy.engine import make_url
+
+from tests.ports import free_port
 
 __all__ = [
     "NOTE_TABLE_DDL",
@@ -120,12 +121,6 @@ def _template_datadir() -> Path:
         tail = " | ".join((done.stdout + done.stderr).strip().splitlines()[-5:])
         pytest.fail(f"mariadb-install-db failed ({done.returncode}): {tail}", pytrace=False)
     return datadir
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _server_command(datadir: Path, port: int, options: Iterable[str]) -> list[str]:
@@ -214,7 +209,7 @@ def private_mariadb(
         shutil.copytree(_template_datadir(), datadir, symlinks=True)
         (base / "tmp").mkdir()
         _give_to_server_user(base)
-        port = _free_port()
+        port = free_port()
         options = [
             f"--server-id={server_id}",
             *_binlog_options(log_bin, binlog_format, row_image, row_metadata),

@@ -23,6 +23,8 @@ import orjson
 import pytest
 import uvicorn
 
+from tests.ports import free_port
+
 NGINX = "/usr/sbin/nginx"
 CONF = Path(__file__).resolve().parents[1] / "ops" / "nginx" / "graphrag.conf"
 #: what Doughnut's ``POST /api/notes/search`` answers (``RelationshipLiteralSearchHit``s): the fields
@@ -32,12 +34,6 @@ SEARCH_ANSWER = [{"hitKind": "NOTE", "noteSearchResult": {
     "distance": 0.1}, "notebookId": 1, "notebookName": "Books", "distance": 0.1}]
 #: Doughnut's answer to whose web session a request carries
 SESSION_PATH = "/api/user/current-user-info"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def wait_listening(port: int, what: str, alive: Any = lambda: True, seconds: float = 30) -> None:

@@ -24,7 +24,8 @@ from service.binding import DatabaseIdentity
 from storage.redis.binding import RedisBinding
 from storage.redis.keys import Keys
 from tests.binlog_server import execute, private_mariadb
-from tests.proxy_support import doughnut_stub, free_port
+from tests.ports import free_port
+from tests.proxy_support import doughnut_stub
 from tests.reliability.servers import RedisServer
 from tests.reliability.support import cli_env, graphrag
 

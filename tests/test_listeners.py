@@ -24,7 +24,8 @@ from sqlalchemy import text
 
 from storage.database import open_engine
 from storage.redis.client import build_client, delete_prefix
-from tests.proxy_support import free_port, wait_listening
+from tests.ports import free_port
+from tests.proxy_support import wait_listening
 from tests.reliability.support import graphrag
 from worker.http.listen import Listeners, bound
 from worker.http.server import build_http_app

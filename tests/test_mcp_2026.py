@@ -32,7 +32,8 @@ from tests.mcp_support import (
     source_of,
     text_of,
 )
-from tests.redis.readers import free_port, real_redis, redis_url, unique_prefix
+from tests.ports import free_port
+from tests.redis.readers import real_redis, redis_url, unique_prefix
 from worker.http.server import build_http_app
 from worker.mcp.texts import TEXTS_2026
 from worker.settings import load_settings

@@ -31,7 +31,7 @@ from tests.mcp_support import (
     run,
     service_on,
 )
-from tests.redis.readers import free_port
+from tests.ports import free_port
 
 pytestmark = [pytest.mark.redis, pytest.mark.usefixtures("no_inherited_settings")]
 

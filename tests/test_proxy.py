@@ -22,7 +22,8 @@ import pytest
 from graphrag.core.errors import DatabaseUnavailable
 from graphrag.wiki.model import Viewer
 from tests.doughnut_users import TOKEN_TTL_MS, Site, site
-from tests.proxy_support import CONF, SEARCH_ANSWER, Proxy, Stub, doughnut_stub, free_port, nginx, serve
+from tests.ports import free_port
+from tests.proxy_support import CONF, SEARCH_ANSWER, Proxy, Stub, doughnut_stub, nginx, serve
 from worker.http.doughnut_paths import PATHS
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.redis]

@@ -79,6 +79,7 @@ class Site:
     workers: Workers
     folder: Path
     started: list[Cdc]
+    metrics_port: int = 0  # where the first ``graphrag cdc`` serves its metrics, when asked
 
     def cdc(self, *args: str) -> Cdc:
         log = self.folder / f"cdc-{len(self.started)}.log"

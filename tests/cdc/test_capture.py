@@ -34,6 +34,7 @@ from storage.redis.client import delete_prefix
 from tests.binlog_server import create_cdc_user, execute, private_mariadb
 from tests.cdc.site import Site, load_2025, load_2026, running
 from tests.e2e.conftest import ROOT, connect, redis_url, wait_until, worker_env
+from tests.ports import free_port
 from tests.reliability.checks import check_snapshots
 from tests.reliability.doughnut26 import Doughnut26
 from tests.reliability.support import figure, sized
@@ -41,19 +42,21 @@ from tests.reliability.support import figure, sized
 pytestmark = [pytest.mark.mariadb, pytest.mark.redis]
 
 EDITS_UNDER_KILL = sized(ci=1_200, full=5_000)
-METRICS_PORT = 20_000 + random.randrange(20_000)
 
 
 @pytest.fixture(scope="module")
 def tree(binlog_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     folder = tmp_path_factory.mktemp("cdc-2025")
     with running(binlog_server, folder, "doughnut-2025", load_2025) as site:
-        site.cdc("--metrics-port", str(METRICS_PORT)).await_line("following the log")
+        # a port the kernel just handed out and took back, not a random pick: one of those once
+        # fell on a port in use, and every test of the module failed at setup
+        site.metrics_port = free_port()
+        site.cdc("--metrics-port", str(site.metrics_port)).await_line("following the log")
         yield site
 
 
-def _metric(name: str) -> float:
-    text_ = httpx.get(f"http://127.0.0.1:{METRICS_PORT}/metrics", timeout=5).text
+def _metric(site: Site, name: str) -> float:
+    text_ = httpx.get(f"http://127.0.0.1:{site.metrics_port}/metrics", timeout=5).text
     found = re.search(rf"^{name} ([0-9.e+-]+)$", text_, re.M)
     assert found, f"{name} not exposed"
     return float(found.group(1))
@@ -81,8 +84,9 @@ def test_every_kind_of_sql_edit_reaches_the_snapshots(tree: Site) -> None:
     assert _tree_problems(tree) == ""
     shown = tree.wiring.cache.read(SnapshotKey(12, "wavefront", 0)) or b""
     assert b"Title by SQL" in shown
-    assert _metric("graphrag_cdc_transactions_total") >= 5 and _metric("graphrag_cdc_events_total") >= 7
-    wait_until(lambda: _metric("graphrag_cdc_behind_seconds") < 2, timeout_s=10,
+    assert (_metric(tree, "graphrag_cdc_transactions_total") >= 5
+            and _metric(tree, "graphrag_cdc_events_total") >= 7)
+    wait_until(lambda: _metric(tree, "graphrag_cdc_behind_seconds") < 2, timeout_s=10,
                what="the lag gauge says caught up")
 
 

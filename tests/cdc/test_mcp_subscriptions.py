@@ -34,7 +34,7 @@ from sqlalchemy import text
 from tests.cdc.site import Site, load_2026, running
 from tests.e2e.conftest import ROOT, worker_env
 from tests.mcp_support import GRAPHRAG, _wait_listening
-from tests.redis.readers import free_port
+from tests.ports import free_port
 from tests.reliability.support import figure
 from tests.services.redis_cluster import shared_cluster
 

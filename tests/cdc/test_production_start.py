@@ -20,7 +20,8 @@ from sqlalchemy import text
 
 from tests.cdc.site import Site, load_2026, running
 from tests.e2e.conftest import ROOT, wait_until, worker_env
-from tests.proxy_support import free_port, wait_listening
+from tests.ports import free_port
+from tests.proxy_support import wait_listening
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.redis]
 

@@ -38,7 +38,8 @@ from storage.redis.keys import Keys
 from storage.redis.positions import RedisFeedHeartbeat, RedisPositions
 from storage.redis.progress import RedisProgress
 from storage.redis.queue import RedisDirtySet
-from tests.redis.readers import fake_redis, free_port, index_mismatches, real_redis, unreachable_redis
+from tests.ports import free_port
+from tests.redis.readers import fake_redis, index_mismatches, real_redis, unreachable_redis
 from tests.services import ServiceUnavailable
 from tests.services.redis_cluster import shared_cluster
 

@@ -25,7 +25,7 @@ import yaml
 
 from tests.e2e.conftest import wait_until
 from tests.ops.monitoring import PROMETHEUS_CONFIG, RULES, alert_rules, tool
-from tests.proxy_support import free_port
+from tests.ports import free_port
 
 __all__ = ["Prometheus", "prometheus"]
 

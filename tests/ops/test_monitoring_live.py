@@ -36,7 +36,7 @@ from tests.cdc.site import Site, load_2026, running
 from tests.e2e.conftest import ROOT, wait_until, worker_env
 from tests.ops.monitoring import alert_rules, dashboard_exprs, metric_names
 from tests.ops.prometheus_server import Prometheus, prometheus
-from tests.proxy_support import free_port
+from tests.ports import free_port
 from tests.reliability.doughnut26 import Doughnut26
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.redis]

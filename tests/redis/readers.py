@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import threading
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -35,6 +34,7 @@ from storage.profiles.doughnut_2025 import Doughnut2025
 from storage.redis.cache import RedisCache
 from storage.redis.keys import Keys
 from tests.conftest import new_store
+from tests.ports import free_port
 from tests.storage.graphs import load_graph
 from tests.support import DAY_MS, NOW_MS, Graph
 
@@ -189,12 +189,6 @@ def unique_prefix() -> str:
 
 def redis_url() -> str:
     return os.environ.get(REDIS_URL_ENV, "").strip() or DEFAULT_REDIS_URL
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def unreachable_redis() -> redis.Redis:

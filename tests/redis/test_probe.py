@@ -11,7 +11,8 @@ import zstandard
 from graphrag.core.errors import CacheUnavailable
 from service.packing import pack
 from storage.redis import probe
-from tests.redis.readers import free_port, real_redis, redis_url, unique_prefix
+from tests.ports import free_port
+from tests.redis.readers import real_redis, redis_url, unique_prefix
 
 pytestmark = pytest.mark.redis
 

@@ -19,12 +19,7 @@ import pytest
 import redis
 
 from tests.e2e.conftest import wait_until
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from tests.ports import free_port
 
 
 class RedisServer:
