@@ -91,6 +91,7 @@ from storage.redis.client import (
 )
 from storage.redis.keys import DEFAULT_PREFIX, Keys
 from storage.redis.scripts import BUMP_LUA, DELETE_LUA, INDEX_LUA, INDEX_MANY_LUA, STAMP_LUA, WRITE_LUA
+from storage.redis.stored import foci_showing, id_list, stored_counter, stored_fact, stored_facts
 
 __all__ = ["INDEX_TTL_MARGIN_S", "RedisCache"]
 
@@ -104,37 +105,6 @@ _INDEX_KEYS = 500
 _Call = tuple[str, list[str], list[Any]]
 #: How much longer than a snapshot the reverse index and generation counters live.
 INDEX_TTL_MARGIN_S = 60
-
-
-def _fact(value: Any) -> int | str:
-    """A stored fact: a note id (digits) as an int, any other fact as its text."""
-    text = value.decode() if isinstance(value, bytes) else str(value)
-    return int(text) if text.isdigit() else text
-
-
-def _counter(value: Any) -> int:
-    """A stored counter; missing or not a number (a foreign value) reads as 0."""
-    try:
-        return int(value or 0)
-    except ValueError:
-        return 0
-
-
-def _ids(values: Iterable[Any]) -> set[Any]:
-    return {_fact(v) for v in values}
-
-
-def _foci_by_shown(envelopes: Iterable[Envelope]) -> dict[Any, list[int]]:
-    """Shown note (or fact) -> the distinct foci (in first-seen order) whose envelopes show it."""
-    out: dict[Any, dict[int, None]] = {}
-    for env in envelopes:
-        for x in env.depends_on:
-            out.setdefault(x, {})[env.note_id] = None
-    return {x: list(foci) for x, foci in out.items()}
-
-
-def _id_list(ids: Iterable[int | str]) -> str:
-    return " ".join(i if isinstance(i, str) else str(int(i)) for i in ids)
 
 
 class RedisCache:
@@ -199,7 +169,7 @@ class RedisCache:
             value, generation = client.mget(names)
         except UNAVAILABLE as err:
             raise unavailable(err) from err
-        return (value.encode() if isinstance(value, str) else value), _counter(generation)
+        return (value.encode() if isinstance(value, str) else value), stored_counter(generation)
 
     def ping(self) -> None:
         """Raise :class:`CacheUnavailable` unless Redis answers PING."""
@@ -236,7 +206,7 @@ class RedisCache:
         """Per focus: the union of the ids its snapshots show (from ``shows:{F}``, pipelined)."""
         ids = list(dict.fromkeys(focus_ids))
         replies = self._execute(lambda p: [p.hvals(self.keys.shows(f)) for f in ids])
-        return {f: {_fact(x) for v in vals for x in v.split()}
+        return {f: {stored_fact(x) for v in vals for x in v.split()}
                 for f, vals in zip(ids, replies, strict=True)}
 
     # -- generations and edit stamps ------------------------------------------------------------
@@ -286,14 +256,14 @@ class RedisCache:
         flags."""
         if not envelopes:
             return []
-        index = self._index_calls(_foci_by_shown(envelopes))
+        index = self._index_calls(foci_showing(envelopes))
         replies = self._write_round_trips(envelopes, index)
         scripts = replies[len(index) : len(index) + len(envelopes)]  # after step 1
         accepted: list[bool] = []
         stale: dict[int, set[Any]] = {}
         for env, reply in zip(envelopes, scripts, strict=True):
             accepted.append(int(reply[0]) == 1)
-            stale.setdefault(env.note_id, set()).update(_ids(reply[2:]))
+            stale.setdefault(env.note_id, set()).update(stored_facts(reply[2:]))
         self._unindex(stale)
         return accepted
 
@@ -313,7 +283,7 @@ class RedisCache:
             lambda p: evalsha(p, sha, script_keys, arg, self.keys.changed(note_id)))[0]
         if int(reply[0]) != 1:
             return False
-        self._unindex({note_id: _ids(reply[2:])})
+        self._unindex({note_id: stored_facts(reply[2:])})
         return True
 
     # -- internals ------------------------------------------------------------------------------
@@ -338,7 +308,7 @@ class RedisCache:
             key = self._snapshot_key(env.key)
             evalsha(pipe, self._write.sha, [key, self.keys.generation(focus), self.keys.shows(focus)],
                     env.encode(), env.generation, self.hard_ttl_s * 1000, self.index_ttl_ms,
-                    _id_list(env.depends_on), self.keys.changed(focus))
+                    id_list(env.depends_on), self.keys.changed(focus))
         self._queue(pipe, then)
 
     def _index_calls(self, foci_by_shown: Mapping[Any, Collection[int]]) -> list[_Call]:
@@ -349,7 +319,7 @@ class RedisCache:
         if not self._cluster:
             parts = [items[at : at + _INDEX_KEYS] for at in range(0, len(items), _INDEX_KEYS)]
             return [(self._index_many.sha, [self.keys.dep(x) for x, _ in part],
-                     [self.index_ttl_ms, *(_id_list(foci) for _, foci in part)]) for part in parts]
+                     [self.index_ttl_ms, *(id_list(foci) for _, foci in part)]) for part in parts]
         calls: list[_Call] = []
         for x, foci in items:
             members = list(foci)
