@@ -46,11 +46,13 @@ DELIVERY: dict[str, Any] = {
 _DRAIN_FLAG_MS = 2_000
 #: Why a drain is queued. Each reason coalesces only with itself (one flag each), so a drain queued
 #: to retry in 0.2 s, or one queued at once to let an idle worker join in, never swallows the drain
-#: an edit asks for: that one always runs once the edit's foci are settled. A drain that wrote
-#: something and leaves settled foci behind queues its own successor (``CONTINUED``, no flag), so
-#: each busy worker process keeps draining; only the drains an edit or the sweep starts ask for
-#: another worker to join in.
-EDITED, JOIN, RETRY, SWEEP, CONTINUED = "drain", "drain:join", "drain:retry", "drain:sweep", "drain:more"
+#: an edit asks for: that one always runs once the edit's foci are settled; nor does a retry swallow
+#: the drain queued for when the oldest waiting focus settles (``SETTLE``), which may be sooner. A
+#: drain that wrote something and leaves settled foci behind queues its own successor
+#: (``CONTINUED``, no flag), so each busy worker process keeps draining; only the drains an edit or
+#: the sweep starts ask for another worker to join in.
+EDITED, JOIN, RETRY, SETTLE, SWEEP, CONTINUED = (
+    "drain", "drain:join", "drain:retry", "drain:settle", "drain:sweep", "drain:more")
 
 
 def schedule_drain(rt: Runtime, countdown_s: float | None = None, *, reason: str = EDITED) -> None:
@@ -118,18 +120,18 @@ def drain(wait_s: float = 0.0, flag: str = EDITED) -> int:
 
 
 def _next_drain(rt: Runtime, written: int) -> tuple[float | None, str]:
-    """(when, why) to drain again: at once, as this drain's successor (behind what was queued
-    meanwhile), while settled foci wait; when the oldest of the fresh ones settles when only they
-    do; after 0.2 s when other workers hold the rest."""
-    if not written:
-        return 0.2, RETRY
+    """(when, why) to drain again: while settled foci wait, at once as this drain's successor
+    (behind what was queued meanwhile), or after 0.2 s when this one wrote nothing (other workers
+    hold them); when only foci not yet settled wait, when the oldest of them settles, whether
+    this drain wrote or not (a drain that came before an edit's foci settled must not leave them
+    waiting 0.2 s)."""
     now_ms = rt.clock_ms()
     if rt.dirty.ready(settled_before_ms=now_ms - rt.debounce_ms):
-        return 0, CONTINUED
+        return (0, CONTINUED) if written else (0.2, RETRY)
     oldest_ms = rt.dirty.oldest_ms()
     if oldest_ms is None:
         return None, RETRY
-    return max(0.0, oldest_ms + rt.debounce_ms - now_ms) / 1000, RETRY
+    return max(0.0, oldest_ms + rt.debounce_ms - now_ms) / 1000, SETTLE
 
 
 @contextlib.contextmanager

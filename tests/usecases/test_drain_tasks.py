@@ -48,8 +48,19 @@ def test_the_next_drain_comes_at_once_while_settled_foci_wait(world: World) -> N
     assert jobs._next_drain(rt, written=0) == (0.2, jobs.RETRY)  # others hold them: look again
     world.dirty.done(world.dirty.take(10))
     world.dirty.add([3], now_ms=world.clock() - 20)
-    countdown_s, reason = jobs._next_drain(rt, written=100)  # fresh ones: when the oldest settles
-    assert reason == jobs.RETRY and countdown_s == pytest.approx(0.03)
+    for written in (100, 0):  # only fresh ones: when the oldest settles, whatever this one wrote
+        countdown_s, reason = jobs._next_drain(rt, written=written)
+        assert reason == jobs.SETTLE and countdown_s == pytest.approx(0.03)
+
+
+def test_a_retry_does_not_swallow_the_drain_for_when_foci_settle(
+    world: World, sent: list[dict[str, Any]],
+) -> None:
+    rt = runtime(world)
+    jobs.schedule_drain(rt, countdown_s=0.2, reason=jobs.RETRY)  # others held the settled ones
+    jobs.schedule_drain(rt, countdown_s=0.03, reason=jobs.SETTLE)  # an edit's foci settle sooner
+    assert [(s["kwargs"]["flag"], s.get("countdown")) for s in sent] == [
+        (jobs.RETRY, 0.2), (jobs.SETTLE, 0.03)]
 
 
 def test_every_busy_drain_queues_its_own_successor(world: World, sent: list[dict[str, Any]]) -> None:
