@@ -83,10 +83,15 @@ def start_worker(directory: Path, env: dict[str, str], *, pool: str, name: str) 
 
 
 def await_ready(worker: Worker, previous: int) -> None:
-    """Wait for the worker's ready event (the ``previous + 1``-th in the file)."""
+    """Wait for the worker's ready event (the ``previous + 1``-th in the file). A worker may be
+    ready and already dead (a task that kills it), so whether it exited is asked before the file
+    is read: an exit seen there came after every event the file then shows."""
     deadline = time.monotonic() + _READY_TIMEOUT_S
-    while len(events(worker.events_path, "ready")) <= previous:
-        if worker.process.poll() is not None or time.monotonic() > deadline:
+    while True:
+        exited = worker.process.poll() is not None
+        if len(events(worker.events_path, "ready")) > previous:
+            return
+        if exited or time.monotonic() > deadline:
             stop(worker.process)
             pytest.fail(f"the Celery worker did not become ready:\n{worker.log_tail()}", pytrace=False)
         time.sleep(0.05)
