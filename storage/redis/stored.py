@@ -1,4 +1,5 @@
-"""How the cache's stored values read back, and how ids go into a script's arguments.
+"""How the cache's stored values read back, and how ids (and which foci show each fact, for the
+reverse index) go into a script's arguments.
 
 Values come back from Redis as bytes (the client never decodes): a fact stored as digits is a note
 id and reads as an int, any other fact as its text, and a counter that is missing or not a number (a

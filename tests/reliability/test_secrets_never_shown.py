@@ -16,7 +16,6 @@ import hmac
 import logging
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -33,6 +32,7 @@ from fastapi.testclient import TestClient
 from graphrag import GraphRagError
 from storage.database import open_engine
 from tests.conftest import url_string
+from tests.ports import free_port
 from tests.reliability.select_only_user import Restricted, redis_url
 from tests.reliability.select_only_user import restricted as restricted  # a module fixture
 from tests.reliability.support import ROOT, cli_env, graphrag, sized
@@ -219,14 +219,8 @@ def test_the_http_app_never_shows_secrets(
     assert caplog.records, "the failures were not logged at all"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_a_serving_process_never_shows_secrets() -> None:
-    port = _free_port()
+    port = free_port()
     env = cli_env(**SECRETS.env(GRAPHRAG_TOKEN_COUNTER="chars", GRAPHRAG_ACCESS_LOG="true"))
     code = "from worker.cli.main import main; main()"
     proc = subprocess.Popen([sys.executable, "-c", code, "serve", "--port", str(port)], env=env,

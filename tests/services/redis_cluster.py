@@ -22,7 +22,6 @@ import atexit
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -34,6 +33,7 @@ from pathlib import Path
 
 import redis
 
+from tests.ports import free_ports
 from tests.services import ServiceUnavailable
 
 __all__ = ["SLOT_COUNT", "ClusterInfo", "ClusterNode", "cluster_ready", "redis_cluster"]
@@ -99,7 +99,7 @@ def redis_cluster(tmp_path: Path, masters: int = 3) -> Iterator[ClusterInfo]:
     root.mkdir(parents=True)
     with ExitStack() as stack:
         stack.callback(shutil.rmtree, root, ignore_errors=True)
-        ports = _free_ports(2 * masters)
+        ports = free_ports(2 * masters)
         nodes = tuple(ClusterNode(server, root / f"node{i}", ports[2 * i], ports[2 * i + 1])
                       for i in range(masters))
         for node in nodes:
@@ -129,15 +129,6 @@ def _binary(env: str, name: str) -> str:
             f"or point {env} at the binary."
         )
     return found
-
-
-def _free_ports(count: int) -> list[int]:
-    """``count`` distinct ports the kernel just handed out (held together, so all differ)."""
-    with ExitStack() as stack:
-        sockets = [stack.enter_context(socket.socket()) for _ in range(count)]
-        for sock in sockets:
-            sock.bind(("127.0.0.1", 0))
-        return [int(sock.getsockname()[1]) for sock in sockets]
 
 
 def _start_node(server: str, directory: Path, port: int, bus_port: int) -> subprocess.Popen[bytes]:
