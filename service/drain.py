@@ -27,7 +27,8 @@ from service.metrics import WorkMetrics
 from service.ports import Coordination, DirtyQueue, Lease
 from service.rebuild import RebuildReport
 
-__all__ = ["DrainResult", "drain_once", "drain_session", "drain_until", "observed", "requeue"]
+__all__ = ["DrainResult", "drain_once", "drain_session", "drain_until", "observed", "requeue",
+           "settles_in_s"]
 
 log = logging.getLogger("graphrag.drain")
 
@@ -156,32 +157,61 @@ def _locked_batch(
     rebuild_ids: Callable[[Iterable[int]], RebuildReport], *, batch: int, now_ms: int,
     settled_before_ms: float, lock_ttl_ms: int, hold: Callable[[Lease], AbstractContextManager[object]],
 ) -> DrainResult | None:
-    """One batch from as many ready shards as it takes to fill it, each locked for the batch (in
-    :meth:`DirtyQueue.ready` order: urgent shards first), so a small edit touching foci of several
-    shards is still one batch; shards another worker holds are skipped. Urgent ids make a batch
-    of their own: the edits' nearest snapshots are written before any of the wide set is rebuilt."""
+    """One batch from as many ready shards as it takes to fill it, the lane it takes from locked
+    in each for the batch, so a small edit touching foci of several shards is still one batch;
+    lanes another worker holds are skipped. Urgent ids make a batch of their own, gathered from
+    the urgent lanes (:meth:`DirtyQueue.ready_lanes`): the edits' nearest snapshots are written
+    before any of the wide set is rebuilt, and the wide lanes of the same shards stay free for
+    another worker meanwhile (an edit's wide foci need not wait for its urgent batch)."""
+    urgent_shards, wide_shards = dirty.ready_lanes(settled_before_ms=settled_before_ms)
     with contextlib.ExitStack() as held:
-        taken: list[tuple[int, float]] = []
-        urgent = True
-        for shard in dirty.ready(settled_before_ms=settled_before_ms):
-            if len(taken) >= batch:
-                break
-            lease = coordination.lock(f"drain:{shard}", ttl_ms=lock_ttl_ms)
-            if not lease.acquire():
-                continue  # another worker drains this shard
-            held.callback(lease.release)
-            held.enter_context(hold(lease))
-            got = dirty.take(batch - len(taken), shard=shard, settled_before_ms=settled_before_ms,
-                             urgent_only=urgent)
-            if not got and urgent and taken:
-                break  # the urgent ids are taken; the wide ones wait for the next batch
-            if not got and urgent:
-                urgent = False  # nothing urgent is ready: a wide batch
-                got = dirty.take(batch, shard=shard, settled_before_ms=settled_before_ms)
-            taken += got
+        locked = _Locked(dirty, coordination, held, hold, settled_before_ms, lock_ttl_ms)
+        taken = locked.fill(urgent_shards, batch, urgent=True)
+        urgent = bool(taken)
+        if not urgent:  # nothing urgent is ready (or free): a wide batch
+            taken = locked.fill(wide_shards, batch, urgent=False)
         if not taken:
             return None
         return dataclasses.replace(_rebuilt(dirty, rebuild_ids, taken, now_ms=now_ms), urgent=urgent)
+
+
+@dataclass
+class _Locked:
+    """Takes ids lane by lane, each lane locked (``drain:<shard>:urgent``, or ``drain:<shard>``
+    for the wide one) and held until ``held`` closes; a lane that gave nothing is let go at once."""
+
+    dirty: DirtyQueue
+    coordination: Coordination
+    held: contextlib.ExitStack
+    hold: Callable[[Lease], AbstractContextManager[object]]
+    settled_before_ms: float
+    lock_ttl_ms: int
+
+    def fill(self, shards: Iterable[int], batch: int, *, urgent: bool) -> list[tuple[int, float]]:
+        taken: list[tuple[int, float]] = []
+        for shard in shards:
+            if len(taken) >= batch:
+                break
+            lease = self.coordination.lock(f"drain:{shard}" + (":urgent" if urgent else ""),
+                                           ttl_ms=self.lock_ttl_ms)
+            if not lease.acquire():
+                continue  # another worker drains this lane
+            got = self.dirty.take(batch - len(taken), shard=shard, urgent_only=urgent,
+                                  wide_only=not urgent, settled_before_ms=self.settled_before_ms)
+            if not got:
+                lease.release()
+                continue
+            self.held.callback(lease.release)
+            self.held.enter_context(self.hold(lease))
+            taken += got
+        return taken
+
+
+def settles_in_s(dirtied_ms: float, *, debounce_ms: int, now_ms: int) -> float:
+    """Seconds from ``now_ms`` until a focus marked dirty at ``dirtied_ms`` is settled (0 when it
+    is): the debounce counts from the focus's score, so whoever queues the drain for it does not
+    wait a second time for what it did since (resolving an edit takes milliseconds, a hub's tens)."""
+    return max(0.0, dirtied_ms + debounce_ms - now_ms) / 1000
 
 
 def requeue(dirty: DirtyQueue, raced: Iterable[int], *, now_ms: int) -> int:

@@ -236,8 +236,8 @@ class DirtyQueue(Protocol):
     rebuild was written (docs/architecture.md, "Draining").
 
     Each id lives in one shard (``shard_of``) and, there, in one lane: *urgent* (the edited notes
-    and what they name) or *wide* (the rest of the affected set). A drain serves a shard's urgent
-    lane before its wide one, and one shard is drained by one worker at a time.
+    and what they name) or *wide* (the rest of the affected set). A drain serves the urgent lanes
+    before the wide ones, and one lane of a shard is drained by one worker at a time.
     """
 
     @property
@@ -257,12 +257,17 @@ class DirtyQueue(Protocol):
         """Shards holding ids dirtied before ``settled_before_ms``: those with urgent ids first
         (oldest first), then the rest by their oldest id."""
 
+    def ready_lanes(self, *, settled_before_ms: float = float("inf")) -> tuple[list[int], list[int]]:
+        """(shards whose urgent lane holds ids dirtied before ``settled_before_ms``, shards whose
+        wide lane does), each by its lane's oldest id."""
+
     def take(self, limit: int, *, shard: int | None = None,
              settled_before_ms: float = float("inf"), urgent_only: bool = False,
-             ) -> list[tuple[int, float]]:
+             wide_only: bool = False) -> list[tuple[int, float]]:
         """Up to ``limit`` (id, score) pairs dirtied before ``settled_before_ms``, kept in the set:
         the oldest urgent ones first, the batch filled up with the oldest wide ones (of one shard,
-        or with ``shard=None`` of every shard); ``urgent_only``: no wide ones."""
+        or with ``shard=None`` of every shard); ``urgent_only``: no wide ones, ``wide_only``: no
+        urgent ones."""
 
     def done(self, taken: Sequence[tuple[int, float]]) -> int:
         """Remove the pairs whose score is unchanged since ``take``; how many were removed."""

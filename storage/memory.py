@@ -120,13 +120,20 @@ class MemoryDirtySet:
             order = [self.shard_of(i) for i, _ in [*urgent, *wide]]
             return list(dict.fromkeys(order))
 
+    def ready_lanes(self, *, settled_before_ms: float = float("inf")) -> tuple[list[int], list[int]]:
+        with self.state.lock:
+            self.state.check()
+            lanes = self._lanes(None, settled_before_ms)
+            urgent, wide = ([self.shard_of(i) for i, _ in lane] for lane in lanes)
+            return list(dict.fromkeys(urgent)), list(dict.fromkeys(wide))
+
     def take(self, limit: int, *, shard: int | None = None,
              settled_before_ms: float = float("inf"), urgent_only: bool = False,
-             ) -> list[tuple[int, float]]:
+             wide_only: bool = False) -> list[tuple[int, float]]:
         with self.state.lock:
             self.state.check()
             urgent, wide = self._lanes(shard, settled_before_ms)
-            return (urgent if urgent_only else urgent + wide)[:limit]
+            return ((urgent if not wide_only else []) + (wide if not urgent_only else []))[:limit]
 
     def done(self, taken: Sequence[tuple[int, float]]) -> int:
         with self.state.lock:

@@ -20,12 +20,23 @@ from celery import shared_task
 
 from graphrag.core.errors import CacheUnavailable, DatabaseUnavailable
 from service.dispatch import dispatch_pieces
-from service.drain import drain_session, observed, requeue
+from service.drain import drain_session, observed, requeue, settles_in_s
 from service.events import record_events
 from service.note_event import NoteEvent
 from service.ports import Lease
 from service.rebuild import RebuildReport, start_full_rebuild
-from tasks.message import SENT_HEADER
+from tasks.message import (
+    CONTINUED,
+    DRAIN_FLAG_TTL_MS,
+    DUE_HEADER,
+    EDITED,
+    JOIN,
+    RETRY,
+    SENT_HEADER,
+    SETTLE,
+    SWEEP,
+    drain_options,
+)
 from tasks.runtime import Runtime, current
 
 __all__ = [
@@ -43,32 +54,17 @@ DELIVERY: dict[str, Any] = {
     "retry_jitter": True,
     "max_retries": 60,
 }
-_DRAIN_FLAG_MS = 2_000
-#: Why a drain is queued. Each reason coalesces only with itself (one flag each), so a drain queued
-#: to retry in 0.2 s, or one queued at once to let an idle worker join in, never swallows the drain
-#: an edit asks for: that one always runs once the edit's foci are settled; nor does a retry swallow
-#: the drain queued for when the oldest waiting focus settles (``SETTLE``), which may be sooner. A
-#: drain that wrote something and leaves settled foci behind queues its own successor
-#: (``CONTINUED``, no flag), so each busy worker process keeps draining; only the drains an edit or
-#: the sweep starts ask for another worker to join in.
-EDITED, JOIN, RETRY, SETTLE, SWEEP, CONTINUED = (
-    "drain", "drain:join", "drain:retry", "drain:settle", "drain:sweep", "drain:more")
 
 
 def schedule_drain(rt: Runtime, countdown_s: float | None = None, *, reason: str = EDITED) -> None:
     """Queue one drain unless one is already queued for the same ``reason`` (coalesces bursts of
     events; ``CONTINUED`` always queues); a wait the broker cannot express (under a second on
-    RabbitMQ) is spent by the task before it drains, less the time its delivery took (the message
-    says when it was sent: tasks.message.SENT_HEADER)."""
-    if reason == CONTINUED or rt.coordination.claim_flag(reason, ttl_ms=_DRAIN_FLAG_MS):
-        delay = rt.debounce_ms / 1000 if countdown_s is None else countdown_s
-        flag = {"flag": reason}
-        if delay >= 1 or (delay > 0 and rt.subsecond_countdowns):
-            drain.apply_async(kwargs=flag, countdown=delay)
-        elif delay > 0:
-            drain.apply_async(kwargs={**flag, "wait_s": delay}, headers={SENT_HEADER: rt.clock_ms()})
-        else:
-            drain.apply_async(kwargs=flag)
+    RabbitMQ) is spent by the task before it drains, less the time its delivery took
+    (tasks.message.drain_options)."""
+    if reason == CONTINUED or rt.coordination.claim_flag(reason, ttl_ms=DRAIN_FLAG_TTL_MS):
+        delay_s = rt.debounce_ms / 1000 if countdown_s is None else countdown_s
+        drain.apply_async(**drain_options(reason, delay_s, now_ms=rt.clock_ms(),
+                                          subsecond_countdowns=rt.subsecond_countdowns))
 
 
 def _still_to_wait_s(wait_s: float, sent_ms: object, now_ms: int) -> float:
@@ -85,14 +81,14 @@ def process_events(events: list[dict[str, Any]]) -> int:
     message says it was sent (tasks.message.SENT_HEADER; absent from older ones) times its
     delivery."""
     rt = current()
-    started, stages = time.perf_counter(), rt.metrics.stages
+    started, stages, dirtied_ms = time.perf_counter(), rt.metrics.stages, rt.clock_ms()
     sent_ms = process_events.request.get(SENT_HEADER)
     if isinstance(sent_ms, int):
-        stages.labels("delivery").observe(max(0, rt.clock_ms() - sent_ms) / 1000)
+        stages.labels("delivery").observe(max(0, dirtied_ms - sent_ms) / 1000)
     affected = record_events([NoteEvent.from_json(e) for e in events], rt.notes, rt.snapshots,
-                             rt.dirty, sibling_radius=rt.sibling_radius, now_ms=rt.clock_ms())
+                             rt.dirty, sibling_radius=rt.sibling_radius, now_ms=dirtied_ms)
     stages.labels("resolve").observe(time.perf_counter() - started)
-    schedule_drain(rt)
+    schedule_drain(rt, settles_in_s(dirtied_ms, debounce_ms=rt.debounce_ms, now_ms=rt.clock_ms()))
     return len(affected)
 
 
@@ -103,6 +99,9 @@ def drain(wait_s: float = 0.0, flag: str = EDITED) -> int:
     workers join in, and re-queues itself while anything is left — behind the events that arrived
     meanwhile, so a hub's thousands of foci never keep an edit's event waiting for long."""
     rt = current()
+    due_ms = drain.request.get(DUE_HEADER)
+    if flag == EDITED and isinstance(due_ms, int):  # (an edit's drain: from due to started)
+        rt.metrics.stages.labels("delivery").observe(max(0, rt.clock_ms() - due_ms) / 1000)
     time.sleep(_still_to_wait_s(wait_s, drain.request.get(SENT_HEADER), rt.clock_ms()))
     if flag != CONTINUED:
         rt.coordination.clear_flag(flag)
@@ -131,7 +130,7 @@ def _next_drain(rt: Runtime, written: int) -> tuple[float | None, str]:
     oldest_ms = rt.dirty.oldest_ms()
     if oldest_ms is None:
         return None, RETRY
-    return max(0.0, oldest_ms + rt.debounce_ms - now_ms) / 1000, SETTLE
+    return settles_in_s(oldest_ms, debounce_ms=rt.debounce_ms, now_ms=now_ms), SETTLE
 
 
 @contextlib.contextmanager

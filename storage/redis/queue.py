@@ -81,6 +81,10 @@ class RedisDirtySet:
         return sum(int(r) for r in self._scripts(calls))
 
     def ready(self, *, settled_before_ms: float = float("inf")) -> list[int]:
+        urgent, wide = self.ready_lanes(settled_before_ms=settled_before_ms)
+        return list(dict.fromkeys(urgent + wide))
+
+    def ready_lanes(self, *, settled_before_ms: float = float("inf")) -> tuple[list[int], list[int]]:
         heads = self._pipelined([("zrange", lane, 0, 0) for s in range(self._shards)
                                  for lane in self._lanes(s)])
         urgent: list[tuple[float, int]] = []
@@ -89,27 +93,28 @@ class RedisDirtySet:
             for lane, rows in ((urgent, heads[2 * s]), (wide, heads[2 * s + 1])):
                 if rows and float(rows[0][1]) <= settled_before_ms:
                     lane.append((float(rows[0][1]), s))
-        order = [s for _, s in sorted(urgent)] + [s for _, s in sorted(wide)]
-        return list(dict.fromkeys(order))
+        return [s for _, s in sorted(urgent)], [s for _, s in sorted(wide)]
 
     def take(self, limit: int, *, shard: int | None = None,
              settled_before_ms: float = float("inf"), urgent_only: bool = False,
-             ) -> list[tuple[int, float]]:
+             wide_only: bool = False) -> list[tuple[int, float]]:
         if shard is None:
-            return self._take_all(limit, settled_before_ms, urgent_only)
-        args = [_score_arg(settled_before_ms), limit, int(urgent_only)]
+            return self._take_all(limit, settled_before_ms, urgent_only, wide_only)
+        lanes = 1 if urgent_only else 2 if wide_only else 0
+        args = [_score_arg(settled_before_ms), limit, lanes]
         replies = self._scripts([(1, self._lanes(shard), args)])
         return [(int(r[i]), float(r[i + 1])) for r in replies for i in range(0, len(r), 2)]
 
-    def _take_all(self, limit: int, settled_before_ms: float,
-                  urgent_only: bool) -> list[tuple[int, float]]:
+    def _take_all(self, limit: int, settled_before_ms: float, urgent_only: bool,
+                  wide_only: bool) -> list[tuple[int, float]]:
         """Every shard's oldest, urgent lanes first (maintenance and tests; drains go by shard)."""
-        n = self._shards
-        lanes = [self._lanes(s)[k] for k in ((0,) if urgent_only else (0, 1)) for s in range(n)]
+        n, kinds = self._shards, (0,) if urgent_only else (1,) if wide_only else (0, 1)
+        lanes = [self._lanes(s)[k] for k in kinds for s in range(n)]
         rows = self._pipelined([("zrangebyscore", lane, "-inf", _score_arg(settled_before_ms), 0, limit)
                                 for lane in lanes])
-        urgent, wide = ([(int(m), float(s)) for part in part_rows for m, s in part]
-                        for part_rows in (rows[:n], rows[n:]))
+        by_kind = {k: rows[i * n:(i + 1) * n] for i, k in enumerate(kinds)}
+        urgent, wide = ([(int(m), float(s)) for part in by_kind.get(k, []) for m, s in part]
+                        for k in (0, 1))
         return (sorted(urgent, key=_order) + sorted(wide, key=_order))[:limit]
 
     def done(self, taken: Sequence[tuple[int, float]]) -> int:

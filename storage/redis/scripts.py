@@ -134,7 +134,10 @@ return new
 """
 
 DIRTY_TAKE_LUA = """
-local rows = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'WITHSCORES', 'LIMIT', 0, ARGV[2])
+local rows = {}
+if ARGV[3] ~= '2' then
+  rows = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'WITHSCORES', 'LIMIT', 0, ARGV[2])
+end
 local left = tonumber(ARGV[2]) - #rows / 2
 if left > 0 and ARGV[3] ~= '1' then
   local wide = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[1], 'WITHSCORES', 'LIMIT', 0, left)

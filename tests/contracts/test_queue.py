@@ -55,6 +55,26 @@ class DirtyQueueContract:
         assert dirty.take(10, shard=1, urgent_only=True) == []
         assert dirty.take(10, shard=1) == [(1, 1_000.0), (5, 1_000.0)]
 
+    def test_a_wide_only_take_leaves_the_urgent_lane_alone(self, dirty: Any) -> None:
+        dirty.add([1, 5], now_ms=1_000)
+        dirty.add([9, 13], now_ms=500, urgent=True)
+        assert dirty.take(10, shard=1, wide_only=True) == [(1, 1_000.0), (5, 1_000.0)]
+        assert [i for i, _ in dirty.take(10, wide_only=True)] == [1, 5]
+        assert dirty.take(1, shard=1, wide_only=True) == [(1, 1_000.0)]
+        assert dirty.done([(1, 1_000.0), (5, 1_000.0)]) == 2
+        assert dirty.take(10, shard=1, wide_only=True) == []
+        assert dirty.take(10, shard=1) == [(13, 500.0), (9, 500.0)]
+
+    def test_ready_lanes_name_each_lanes_settled_shards_oldest_first(self, dirty: Any) -> None:
+        dirty.add([2], now_ms=3_000, urgent=True)
+        dirty.add([1], now_ms=2_000, urgent=True)
+        dirty.add([3], now_ms=1_000)
+        dirty.add([6], now_ms=1_500)
+        dirty.add([5], now_ms=4_000)
+        assert dirty.ready_lanes() == ([1, 2], [3, 2, 1])
+        assert dirty.ready_lanes(settled_before_ms=2_500) == ([1], [3, 2])
+        assert dirty.ready(settled_before_ms=2_500) == [1, 3, 2]
+
     def test_a_full_urgent_batch_leaves_the_wide_lane_waiting(self, dirty: Any) -> None:
         dirty.add([1], now_ms=500)
         dirty.add([5, 9], now_ms=2_000, urgent=True)

@@ -1,12 +1,13 @@
 """The service on RabbitMQ: real worker processes consume durable quorum queues in a private vhost.
 
 The same wiring as on Redis (``CELERY_BROKER_URL=amqp://...``): a note edited in MariaDB and announced
-by a signed webhook reaches its snapshots through ``process_events`` and a debounced ``drain`` (a
-countdown: Celery's native delayed delivery on quorum queues); a full rebuild goes through the bulk
-queue with back-pressure reading the AMQP queue depth; the queues are quorum queues with the configured
-delivery limit, and a message the worker cannot take is parked in ``<queue>.parked``, not lost and not
-looping. The delivery-limit mechanics themselves (a message that kills its worker is parked after
-the limit) are shown with real workers in ``tests/services/test_prototypes_amqp.py``.
+by a signed webhook reaches its snapshots through the webhook's recording (worker.enqueue.recording)
+and a debounced ``drain`` (under a second, a wait the task spends: tasks.message); a full rebuild
+goes through the bulk queue with back-pressure reading the AMQP queue depth; the queues are quorum
+queues with the configured delivery limit, and a message the worker cannot take is parked in
+``<queue>.parked``, not lost and not looping. The delivery-limit mechanics themselves (a message
+that kills its worker is parked after the limit) are shown with real workers in
+``tests/services/test_prototypes_amqp.py``.
 """
 
 from __future__ import annotations

@@ -244,11 +244,9 @@ def test_mysql_connections_cut_and_restored(outage: Outage) -> None:
     dirty = outage.dirty
     stale_reader = outage.reader(GRAPHRAG_SOFT_TTL_S="1")
     with outage.http(GRAPHRAG_SOFT_TTL_S="1") as http:
-        before = worker.count(r"graphrag\.process_events\[[^\]]+\] succeeded")
         assert post_events(http, _title_event(outage.engine, 30, "Edited before the cut")) == 202
-        wait_until(lambda: worker.count(r"graphrag\.process_events\[[^\]]+\] succeeded") > before
-                   and dirty.size() > 0, timeout_s=10, what="the first event is processed",
-                   details=worker.tail)
+        assert dirty.size() > 0  # recorded by the webhook before its answer
+        # (during the cut the webhook cannot record: it hands the events on to the event task)
         outage.proxy.cut()
         cut_at = time.monotonic()
         # during the cut: Doughnut still commits (directly) and posts; a nightly starts

@@ -97,6 +97,38 @@ def test_urgent_foci_of_every_shard_make_one_batch_of_their_own(world: World) ->
     assert sorted(seen[1]) == list(range(100, 140)) and len(seen) == 2
 
 
+def test_while_one_worker_rebuilds_an_edits_urgent_foci_another_takes_its_wide_ones(
+    world: World,
+) -> None:
+    """The lanes are locked apart: an edit's wide foci in the shards of its urgent ones need not
+    wait for the urgent batch."""
+    world.dirty.add([1, 5], now_ms=1)
+    world.dirty.add([9], now_ms=1, urgent=True)  # all three in shard 1
+    urgent_batch = world.coordination.lock("drain:1:urgent", ttl_ms=60_000)
+    assert urgent_batch.acquire()  # another worker is rebuilding focus 9
+    seen: list[list[int]] = []
+    session(world, recording(seen), batch=100)
+    assert seen == [[1, 5]] and [i for i, _ in world.dirty.take(100)] == [9]
+    urgent_batch.release()
+    session(world, recording(seen), batch=100)
+    assert seen[1:] == [[9]] and world.dirty.size() == 0
+
+
+def test_a_lane_that_gave_nothing_is_not_held_during_the_batch(world: World) -> None:
+    world.dirty.add([4], now_ms=1, urgent=True)
+    world.dirty.add([1], now_ms=1)
+    lanes: list[bool] = []
+
+    def rebuild(ids: Iterable[int]) -> RebuildReport:  # during the urgent batch of focus 4
+        if not lanes:
+            lanes.extend(world.coordination.lock(name, ttl_ms=1).acquire()
+                         for name in ("drain:0:urgent", "drain:1", "drain:1:urgent"))
+        return reporting(count=len(list(ids)))
+
+    session(world, rebuild, batch=100)
+    assert lanes == [False, True, True]
+
+
 def test_a_session_skips_shards_another_worker_holds(world: World) -> None:
     world.dirty.add(range(40), now_ms=1)
     held = world.coordination.lock("drain:1", ttl_ms=60_000)

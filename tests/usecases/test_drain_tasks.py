@@ -41,6 +41,30 @@ def test_a_retry_waiting_out_its_delay_does_not_swallow_an_edits_drain(
         (jobs.RETRY, 0.2), (jobs.EDITED, 0.05)]
 
 
+@pytest.mark.parametrize(("resolve_ms", "countdown_s"), [(30, 0.02), (80, None)])
+def test_an_edits_drain_waits_out_the_debounce_from_when_its_foci_were_dirtied(
+    world: World, sent: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch,
+    resolve_ms: int, countdown_s: float | None,
+) -> None:
+    """The time the event task spends resolving an edit counts towards its debounce: the drain
+    comes when the foci settle, not a debounce after the event task is done (at once when the
+    resolving took longer than the debounce)."""
+    monkeypatch.setattr(runtime_module, "_runtime", (os.getpid(), runtime(world)))
+    record = jobs.record_events
+
+    def slow_record(*args: Any, **options: Any) -> set[int]:
+        world.now[0] += resolve_ms
+        return record(*args, **options)
+
+    monkeypatch.setattr(jobs, "record_events", slow_record)
+    dirtied_ms = world.clock()
+    assert jobs.process_events([{"type": "note.updated", "noteId": 10}]) > 0
+    assert {score for _, score in world.dirty.take(100)} == {dirtied_ms}
+    (message,) = sent
+    assert message["kwargs"] == {"flag": jobs.EDITED}
+    assert message.get("countdown") == (None if countdown_s is None else pytest.approx(countdown_s))
+
+
 def test_the_next_drain_comes_at_once_while_settled_foci_wait(world: World) -> None:
     rt = runtime(world)
     world.dirty.add([1, 2], now_ms=world.clock() - 1_000)
@@ -61,6 +85,18 @@ def test_a_retry_does_not_swallow_the_drain_for_when_foci_settle(
     jobs.schedule_drain(rt, countdown_s=0.03, reason=jobs.SETTLE)  # an edit's foci settle sooner
     assert [(s["kwargs"]["flag"], s.get("countdown")) for s in sent] == [
         (jobs.RETRY, 0.2), (jobs.SETTLE, 0.03)]
+
+
+def test_a_retry_waits_in_the_broker_where_it_cannot_wait_under_a_second(
+    world: World, sent: list[dict[str, Any]],
+) -> None:
+    """On RabbitMQ a wait under a second is spent in a worker process; a retry, which others' own
+    successors make redundant but for a crash, must not hold a process for it."""
+    rt = dataclasses.replace(runtime(world), subsecond_countdowns=False)
+    jobs.schedule_drain(rt, countdown_s=0.2, reason=jobs.RETRY)
+    jobs.schedule_drain(rt, countdown_s=0.03, reason=jobs.SETTLE)  # an edit's foci: as they settle
+    assert [(s["kwargs"], s.get("countdown")) for s in sent] == [
+        ({"flag": jobs.RETRY}, 1.0), ({"flag": jobs.SETTLE, "wait_s": 0.03}, None)]
 
 
 def test_every_busy_drain_queues_its_own_successor(world: World, sent: list[dict[str, Any]]) -> None:

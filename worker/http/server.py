@@ -13,7 +13,7 @@ from starlette.types import ASGIApp
 
 from graphrag import GraphRagError
 from graphrag.core.errors import ConfigurationError
-from service.events import outdate_shown
+from service.events import outdate_shown, sibling_radius
 from service.metrics import (
     ReaderMetrics,
     edit_stages,
@@ -23,9 +23,10 @@ from service.metrics import (
 )
 from service.ports import NoteSource, SnapshotCache
 from service.sessions import Viewers
+from worker.broker import is_amqp
 from worker.celery_app import create_celery
 from worker.compose import Wiring
-from worker.enqueue import celery_enqueuer, outdating
+from worker.enqueue import celery_drainer, celery_enqueuer, outdating, recorder, recording
 from worker.http.app import create_app
 from worker.http.doughnut_paths import DoughnutAuth
 from worker.http.listen import ByListener
@@ -131,9 +132,16 @@ def _webhook(settings: Settings, wiring: Wiring, celery: Celery | None,
     secret: the series stay at 0)."""
     if settings.webhook_secret is None:
         return None
+    celery = celery or create_celery(settings)
+    to_task = outdating(celery_enqueuer(celery, stages),
+                        lambda ids: outdate_shown(ids, wiring.cache), stages)
+    drain_in = celery_drainer(celery, wiring.coordination, stages=stages,
+                              subsecond_countdowns=not is_amqp(settings.broker_url))
+    record = recorder(wiring.source, wiring.cache, wiring.dirty, drain_in=drain_in, stages=stages,
+                      sibling_radius=sibling_radius(wiring.strategies()),
+                      debounce_ms=settings.debounce_ms)
     return WebhookReceiver(settings.webhook_secret.get_secret_value(), wiring.coordination,
-                           outdating(celery_enqueuer(celery or create_celery(settings), stages),
-                                     lambda ids: outdate_shown(ids, wiring.cache), stages),
+                           recording(record, to_task),
                            max_events=settings.webhook_max_events, model=wiring.known_model)
 
 
