@@ -17,8 +17,8 @@ it (a few ms below 50 ms).
 ``floor_ms`` is the p50 over the run's edits of their own rebuild plus the p50 round trip plus the
 debounce; ``p95_over_floor`` the run's commit-to-fresh p95 over it (timed from the commit's return:
 writing the title is the database's time, reported apart as ``commit_p50_ms`` and
-``commit_max_ms``), ``first_edit_over_floor`` the
-first edit after the worker started over it. The first edit is one of typical width
+``commit_max_ms``), ``first_edit_over_floor`` the first edit after the worker started over it.
+The first edit is one of typical width
 (:func:`typical_first`: the median number of affected foci among the warm-up and measured edits),
 so that it differs from the others by the start alone; ``first_edit_floor_ms`` is its own floor
 (its own foci rebuilt in process, the round trip, the debounce) and ``first_edit_over_own_floor``
