@@ -13,10 +13,11 @@ from collections.abc import Callable, Iterable, Sequence
 
 from graphrag import get_strategy
 from service import tree_events, wiki_events
+from service.drain import settles_in_s
 from service.note_event import NoteEvent
 from service.ports import DirtyQueue, NoteSource, SnapshotCache
 
-__all__ = ["outdate_shown", "record_events", "sibling_radius"]
+__all__ = ["outdate_shown", "record_events", "record_settling", "sibling_radius"]
 
 Resolver = Callable[[Sequence[NoteEvent], NoteSource, SnapshotCache, int], tuple[set[int], set[int]]]
 #: Per graph model: (events, source, cache, sibling radius) -> (urgent foci, affected foci).
@@ -41,6 +42,18 @@ def record_events(events: Sequence[NoteEvent], notes: NoteSource, snapshots: Sna
     dirty.add(affected - urgent, now_ms=now_ms)
     dirty.add(urgent, now_ms=now_ms, urgent=True)
     return affected
+
+
+def record_settling(events: Sequence[NoteEvent], notes: NoteSource, snapshots: SnapshotCache,
+                    dirty: DirtyQueue, *, sibling_radius: int, debounce_ms: int,
+                    clock_ms: Callable[[], int]) -> tuple[set[int], float]:
+    """:func:`record_events` now, and the seconds until its foci are settled, when their drain is
+    due: the debounce counts from their score (service.drain.settles_in_s), so the time spent
+    resolving them is not waited a second time. What the event task and the webhook both do."""
+    dirtied_ms = clock_ms()
+    affected = record_events(events, notes, snapshots, dirty, sibling_radius=sibling_radius,
+                             now_ms=dirtied_ms)
+    return affected, settles_in_s(dirtied_ms, debounce_ms=debounce_ms, now_ms=clock_ms())
 
 
 def outdate_shown(note_ids: Iterable[int], snapshots: SnapshotCache) -> set[int]:

@@ -114,11 +114,8 @@ class MemoryDirtySet:
         return urgent, [p for p in pairs if p[0] not in self.state.urgent]
 
     def ready(self, *, settled_before_ms: float = float("inf")) -> list[int]:
-        with self.state.lock:
-            self.state.check()
-            urgent, wide = self._lanes(None, settled_before_ms)
-            order = [self.shard_of(i) for i, _ in [*urgent, *wide]]
-            return list(dict.fromkeys(order))
+        urgent, wide = self.ready_lanes(settled_before_ms=settled_before_ms)
+        return list(dict.fromkeys(urgent + wide))
 
     def ready_lanes(self, *, settled_before_ms: float = float("inf")) -> tuple[list[int], list[int]]:
         with self.state.lock:

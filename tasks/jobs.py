@@ -21,7 +21,7 @@ from celery import shared_task
 from graphrag.core.errors import CacheUnavailable, DatabaseUnavailable
 from service.dispatch import dispatch_pieces
 from service.drain import drain_session, observed, requeue, settles_in_s
-from service.events import record_events
+from service.events import record_settling
 from service.note_event import NoteEvent
 from service.ports import Lease
 from service.rebuild import RebuildReport, start_full_rebuild
@@ -81,14 +81,14 @@ def process_events(events: list[dict[str, Any]]) -> int:
     message says it was sent (tasks.message.SENT_HEADER; absent from older ones) times its
     delivery."""
     rt = current()
-    started, stages, dirtied_ms = time.perf_counter(), rt.metrics.stages, rt.clock_ms()
-    sent_ms = process_events.request.get(SENT_HEADER)
+    stages, sent_ms = rt.metrics.stages, process_events.request.get(SENT_HEADER)
     if isinstance(sent_ms, int):
-        stages.labels("delivery").observe(max(0, dirtied_ms - sent_ms) / 1000)
-    affected = record_events([NoteEvent.from_json(e) for e in events], rt.notes, rt.snapshots,
-                             rt.dirty, sibling_radius=rt.sibling_radius, now_ms=dirtied_ms)
-    stages.labels("resolve").observe(time.perf_counter() - started)
-    schedule_drain(rt, settles_in_s(dirtied_ms, debounce_ms=rt.debounce_ms, now_ms=rt.clock_ms()))
+        stages.labels("delivery").observe(max(0, rt.clock_ms() - sent_ms) / 1000)
+    with stages.labels("resolve").time():
+        affected, settles_s = record_settling(
+            [NoteEvent.from_json(e) for e in events], rt.notes, rt.snapshots, rt.dirty,
+            sibling_radius=rt.sibling_radius, debounce_ms=rt.debounce_ms, clock_ms=rt.clock_ms)
+    schedule_drain(rt, settles_s)
     return len(affected)
 
 

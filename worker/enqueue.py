@@ -37,8 +37,7 @@ from kombu.exceptions import OperationalError
 from prometheus_client import CollectorRegistry, Histogram
 
 from graphrag.core.errors import GraphRagError
-from service.drain import settles_in_s
-from service.events import record_events
+from service.events import record_settling
 from service.metrics import edit_stages
 from service.note_event import NoteEvent
 from service.ports import Coordination, DirtyQueue, NoteSource, SnapshotCache
@@ -56,6 +55,10 @@ DrainIn = Callable[[float], None]
 
 class EnqueueFailed(Exception):
     """The broker did not take the message."""
+
+
+def _wall_ms() -> int:
+    return time.time_ns() // 1_000_000
 
 
 def _or_unscraped(stages: Histogram | None) -> Histogram:
@@ -94,7 +97,7 @@ def celery_enqueuer(celery: Celery, stages: Histogram | None = None) -> Enqueue:
         try:
             with sending.time():
                 celery.send_task("graphrag.process_events", args=[events], queue="realtime",
-                                 headers={SENT_HEADER: time.time_ns() // 1_000_000}, retry=False)
+                                 headers={SENT_HEADER: _wall_ms()}, retry=False)
         except (OperationalError, OSError) as err:
             raise EnqueueFailed(f"broker unavailable: {err.__class__.__name__}") from err
 
@@ -144,7 +147,7 @@ def celery_drainer(celery: Celery, coordination: Coordination, *, subsecond_coun
         if not coordination.claim_flag(EDITED, ttl_ms=DRAIN_FLAG_TTL_MS):
             return
         options = drain_options(EDITED, delay_s, subsecond_countdowns=subsecond_countdowns,
-                                now_ms=time.time_ns() // 1_000_000)
+                                now_ms=_wall_ms())
         try:
             with sending.time():
                 celery.send_task("graphrag.drain", queue="realtime", retry=False, **options)
@@ -158,18 +161,16 @@ def celery_drainer(celery: Celery, coordination: Coordination, *, subsecond_coun
 
 def recorder(notes: NoteSource, snapshots: SnapshotCache, dirty: DirtyQueue, *, sibling_radius: int,
              debounce_ms: int, drain_in: DrainIn, stages: Histogram | None = None) -> Enqueue:
-    """What the event task does (service.events.record_events), here: the drain is queued for when
-    the foci settle, counted from their score (service.drain.settles_in_s). ``stages`` times the
-    resolving (``resolve``)."""
+    """What the event task does (service.events.record_settling), here: the drain is queued for
+    when the foci settle. ``stages`` times the resolving (``resolve``)."""
     resolving = _or_unscraped(stages).labels("resolve")
 
     def record(events: list[dict[str, Any]]) -> None:
-        dirtied_ms = time.time_ns() // 1_000_000
         with resolving.time():
-            record_events([NoteEvent.from_json(e) for e in events], notes, snapshots, dirty,
-                          sibling_radius=sibling_radius, now_ms=dirtied_ms)
-        drain_in(settles_in_s(dirtied_ms, debounce_ms=debounce_ms,
-                              now_ms=time.time_ns() // 1_000_000))
+            _, settles_s = record_settling(
+                [NoteEvent.from_json(e) for e in events], notes, snapshots, dirty,
+                sibling_radius=sibling_radius, debounce_ms=debounce_ms, clock_ms=_wall_ms)
+        drain_in(settles_s)
 
     return record
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from service import events as events_module
 from service.carry import Carry
 from storage.memory import MemoryProgress
 from tasks import jobs
@@ -50,13 +51,13 @@ def test_an_edits_drain_waits_out_the_debounce_from_when_its_foci_were_dirtied(
     comes when the foci settle, not a debounce after the event task is done (at once when the
     resolving took longer than the debounce)."""
     monkeypatch.setattr(runtime_module, "_runtime", (os.getpid(), runtime(world)))
-    record = jobs.record_events
+    record = events_module.record_events
 
     def slow_record(*args: Any, **options: Any) -> set[int]:
         world.now[0] += resolve_ms
         return record(*args, **options)
 
-    monkeypatch.setattr(jobs, "record_events", slow_record)
+    monkeypatch.setattr(events_module, "record_events", slow_record)
     dirtied_ms = world.clock()
     assert jobs.process_events([{"type": "note.updated", "noteId": 10}]) > 0
     assert {score for _, score in world.dirty.take(100)} == {dirtied_ms}
