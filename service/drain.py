@@ -1,10 +1,10 @@
 """Draining the dirty set: rebuild dirty foci in batches and let go of them only once written.
 
 A drain *session* (:func:`drain_session`, what a worker's drain task runs) serves one batch at a
-time, filled from the shards in :meth:`DirtyQueue.ready` order (urgent lanes first) whose locks it
-can take at once: one worker per shard at a time, and as many workers in parallel as there are shards
-with work. The locks are held for one batch only, so between batches every session looks again for
-urgent work: an edit waits for at most one batch of a hub's wide rebuild on each busy worker.
+time, filled from the shards in :meth:`DirtyQueue.ready_lanes` order (urgent lanes first) with ids
+no other worker has leased: any number of workers drain side by side, even one shard's lane. The
+leases last one batch only, so between batches every session looks again for urgent work, and an
+edit's foci never wait for a batch that does not hold them.
 
 Also the one place of the policy "a rebuild raced an edit, or its write was refused: put the focus
 back" (:func:`requeue`), which every writer of snapshots (drains, full rebuilds, reader write-backs,
@@ -23,14 +23,20 @@ from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
+from graphrag.core.errors import GraphRagError
 from service.metrics import WorkMetrics
-from service.ports import Coordination, DirtyQueue, Lease
+from service.ports import DirtyQueue, Lease
 from service.rebuild import RebuildReport
 
 __all__ = ["DrainResult", "drain_once", "drain_session", "drain_until", "observed", "requeue",
            "settles_in_s"]
 
 log = logging.getLogger("graphrag.drain")
+
+#: A wide batch takes at most this share of ``batch`` (1/4): an edit arriving while every worker
+#: rebuilds a hub's wide set waits for at most that much of a batch (a quarter of ~200 ms), at the
+#: cost of a rebuild call's fixed queries four times as often on wide sets.
+WIDE_SHARE = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +82,9 @@ def _rebuilt(dirty: DirtyQueue, rebuild_ids: Callable[[Iterable[int]], RebuildRe
         log.error("rebuild of note %s failed: %s", note_id, message)
     fresh = [(note_id, score) for note_id, score in taken if note_id not in report.requeue]
     dirty.done(fresh)
-    requeue(dirty, report.requeue, now_ms=now_ms)
+    if report.requeue:  # back in with a new score, and free for the next take
+        requeue(dirty, report.requeue, now_ms=now_ms)
+        dirty.release([(note_id, score) for note_id, score in taken if note_id in report.requeue])
     return DrainResult(len(taken), report.count, len(report.requeue), len(report.errors),
                        tuple(score for _, score in fresh), taken_ms=now_ms, seconds=report.seconds,
                        write_seconds=report.write_seconds)
@@ -109,21 +117,20 @@ def _held(lease: Lease) -> AbstractContextManager[object]:
 
 
 def drain_session(
-    dirty: DirtyQueue, coordination: Coordination,
-    rebuild_ids: Callable[[Iterable[int]], RebuildReport], *, batch: int, debounce_ms: int,
-    budget_s: float, clock_ms: Callable[[], int], lock_ttl_ms: int,
+    dirty: DirtyQueue, rebuild_ids: Callable[[Iterable[int]], RebuildReport], *, batch: int,
+    debounce_ms: int, budget_s: float, clock_ms: Callable[[], int], lease_ms: int,
     hold: Callable[[Lease], AbstractContextManager[object]] = _held,
     on_batch: Callable[[DrainResult], object] = lambda _result: None,
 ) -> int:
-    """Drain batch after batch for up to ``budget_s``, each from the first ready shard whose lock is
-    free; returns snapshots written. Ends early when no ready shard is free. ``hold`` keeps a
-    lease alive while its batch runs (the worker renews it from a thread); ``on_batch`` is told
-    each finished batch (:func:`observed`)."""
+    """Drain batch after batch for up to ``budget_s``, each leased for ``lease_ms`` from the ready
+    shards; returns snapshots written. Ends early when nothing settled is free to take. ``hold``
+    keeps a batch's lease alive while it runs (the worker renews it from a thread); ``on_batch``
+    is told each finished batch (:func:`observed`)."""
     started, written = clock_ms(), 0
     while clock_ms() - started < budget_s * 1000:
         now = clock_ms()
-        result = _locked_batch(dirty, coordination, rebuild_ids, batch=batch, now_ms=now,
-                               settled_before_ms=now - debounce_ms, lock_ttl_ms=lock_ttl_ms, hold=hold)
+        result = _leased_batch(dirty, rebuild_ids, batch=batch, now_ms=now,
+                               settled_before_ms=now - debounce_ms, lease_ms=lease_ms, hold=hold)
         if result is None:
             break
         on_batch(result)
@@ -152,59 +159,69 @@ def observed(metrics: WorkMetrics, clock_ms: Callable[[], int]) -> Callable[[Dra
     return observe
 
 
-def _locked_batch(
-    dirty: DirtyQueue, coordination: Coordination,
-    rebuild_ids: Callable[[Iterable[int]], RebuildReport], *, batch: int, now_ms: int,
-    settled_before_ms: float, lock_ttl_ms: int, hold: Callable[[Lease], AbstractContextManager[object]],
+def _leased_batch(
+    dirty: DirtyQueue, rebuild_ids: Callable[[Iterable[int]], RebuildReport], *, batch: int,
+    now_ms: int, settled_before_ms: float, lease_ms: int,
+    hold: Callable[[Lease], AbstractContextManager[object]],
 ) -> DrainResult | None:
-    """One batch from as many ready shards as it takes to fill it, the lane it takes from locked
-    in each for the batch, so a small edit touching foci of several shards is still one batch;
-    lanes another worker holds are skipped. Urgent ids make a batch of their own, gathered from
-    the urgent lanes (:meth:`DirtyQueue.ready_lanes`): the edits' nearest snapshots are written
-    before any of the wide set is rebuilt, and the wide lanes of the same shards stay free for
-    another worker meanwhile (an edit's wide foci need not wait for its urgent batch)."""
+    """One batch from as many ready shards as it takes to fill it, so a small edit touching foci of
+    several shards is still one batch; what another worker leased is skipped, so workers share a
+    lane. Urgent ids make a batch of their own, gathered from the urgent lanes
+    (:meth:`DirtyQueue.ready_lanes`): the edits' nearest snapshots (and small edits' whole sets)
+    are written before any of the wide set is rebuilt, while another worker takes the wide ids, at
+    most ``batch // WIDE_SHARE`` at a time. Leases end with the batch: let go by ``done`` (or by a
+    failure here), else at their expiry when the worker died."""
     urgent_shards, wide_shards = dirty.ready_lanes(settled_before_ms=settled_before_ms)
-    with contextlib.ExitStack() as held:
-        locked = _Locked(dirty, coordination, held, hold, settled_before_ms, lock_ttl_ms)
-        taken = locked.fill(urgent_shards, batch, urgent=True)
+    taken: list[tuple[int, float]] = []
+    try:
+        _lease(dirty, taken, urgent_shards, batch, urgent=True, settled_before_ms=settled_before_ms,
+               lease_ms=lease_ms)
         urgent = bool(taken)
         if not urgent:  # nothing urgent is ready (or free): a wide batch
-            taken = locked.fill(wide_shards, batch, urgent=False)
+            _lease(dirty, taken, wide_shards, max(1, batch // WIDE_SHARE), urgent=False,
+                   settled_before_ms=settled_before_ms, lease_ms=lease_ms)
         if not taken:
             return None
-        return dataclasses.replace(_rebuilt(dirty, rebuild_ids, taken, now_ms=now_ms), urgent=urgent)
+        with hold(_Leased(dirty, taken, lease_ms)):
+            result = _rebuilt(dirty, rebuild_ids, taken, now_ms=now_ms)
+    except BaseException:
+        _Leased(dirty, taken, lease_ms).release()  # takeable again at once (the task retries)
+        raise
+    return dataclasses.replace(result, urgent=urgent)
 
 
-@dataclass
-class _Locked:
-    """Takes ids lane by lane, each lane locked (``drain:<shard>:urgent``, or ``drain:<shard>``
-    for the wide one) and held until ``held`` closes; a lane that gave nothing is let go at once."""
+def _lease(dirty: DirtyQueue, taken: list[tuple[int, float]], shards: Iterable[int], batch: int, *,
+           urgent: bool, settled_before_ms: float, lease_ms: int) -> None:
+    """Fill ``taken`` up to ``batch`` from one lane of ``shards`` after another, leasing it."""
+    for shard in shards:
+        if len(taken) >= batch:
+            return
+        taken += dirty.take(batch - len(taken), shard=shard, urgent_only=urgent,
+                            wide_only=not urgent, settled_before_ms=settled_before_ms,
+                            lease_ms=lease_ms)
+
+
+@dataclass(frozen=True, slots=True)
+class _Leased:
+    """A batch's leases as a :class:`Lease`, so the worker's keeper renews them like a lock."""
 
     dirty: DirtyQueue
-    coordination: Coordination
-    held: contextlib.ExitStack
-    hold: Callable[[Lease], AbstractContextManager[object]]
-    settled_before_ms: float
-    lock_ttl_ms: int
+    taken: list[tuple[int, float]]
+    lease_ms: int
 
-    def fill(self, shards: Iterable[int], batch: int, *, urgent: bool) -> list[tuple[int, float]]:
-        taken: list[tuple[int, float]] = []
-        for shard in shards:
-            if len(taken) >= batch:
-                break
-            lease = self.coordination.lock(f"drain:{shard}" + (":urgent" if urgent else ""),
-                                           ttl_ms=self.lock_ttl_ms)
-            if not lease.acquire():
-                continue  # another worker drains this lane
-            got = self.dirty.take(batch - len(taken), shard=shard, urgent_only=urgent,
-                                  wide_only=not urgent, settled_before_ms=self.settled_before_ms)
-            if not got:
-                lease.release()
-                continue
-            self.held.callback(lease.release)
-            self.held.enter_context(self.hold(lease))
-            taken += got
-        return taken
+    def acquire(self, *, wait_ms: int = 0) -> bool:
+        return True  # taken with the batch
+
+    def renew(self) -> bool:
+        try:
+            return self.dirty.renew(self.taken, lease_ms=self.lease_ms) > 0
+        except GraphRagError:
+            return False
+
+    def release(self) -> None:
+        with contextlib.suppress(GraphRagError):  # else they expire by themselves
+            if self.taken:
+                self.dirty.release(self.taken)
 
 
 def settles_in_s(dirtied_ms: float, *, debounce_ms: int, now_ms: int) -> float:

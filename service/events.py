@@ -17,7 +17,7 @@ from service.drain import settles_in_s
 from service.note_event import NoteEvent
 from service.ports import DirtyQueue, NoteSource, SnapshotCache
 
-__all__ = ["outdate_shown", "record_events", "record_settling", "sibling_radius"]
+__all__ = ["SMALL_EDIT_FOCI", "outdate_shown", "record_events", "record_settling", "sibling_radius"]
 
 Resolver = Callable[[Sequence[NoteEvent], NoteSource, SnapshotCache, int], tuple[set[int], set[int]]]
 #: Per graph model: (events, source, cache, sibling radius) -> (urgent foci, affected foci).
@@ -33,11 +33,17 @@ def sibling_radius(strategies: Iterable[str]) -> int:
     return max((get_strategy(s).sibling_radius for s in strategies), default=0)
 
 
+#: An edit affecting at most this many foci is urgent as a whole (docs/architecture.md, "Draining").
+SMALL_EDIT_FOCI = 32
+
+
 def record_events(events: Sequence[NoteEvent], notes: NoteSource, snapshots: SnapshotCache,
                   dirty: DirtyQueue, *, sibling_radius: int, now_ms: int) -> set[int]:
-    """Resolve, bump generations and mark dirty (urgent foci in the urgent lane); returns the
-    affected focus ids."""
+    """Resolve, bump generations and mark dirty (urgent foci in the urgent lane, and all of a small
+    edit's: a hub's wide set dirtied before never keeps them waiting); returns the affected ids."""
     urgent, affected = RESOLVERS[notes.model](events, notes, snapshots, sibling_radius)
+    if len(affected) <= SMALL_EDIT_FOCI:
+        urgent = affected
     snapshots.bump_generations(affected)
     dirty.add(affected - urgent, now_ms=now_ms)
     dirty.add(urgent, now_ms=now_ms, urgent=True)

@@ -237,7 +237,10 @@ class DirtyQueue(Protocol):
 
     Each id lives in one shard (``shard_of``) and, there, in one lane: *urgent* (the edited notes
     and what they name) or *wide* (the rest of the affected set). A drain serves the urgent lanes
-    before the wide ones, and one lane of a shard is drained by one worker at a time.
+    before the wide ones. A drain *leases* what it takes: until the lease expires (the store's
+    clock) no other take returns those ids, so any number of workers drain one lane side by side.
+    A lease belongs to the (id, score) pair taken: only :meth:`done`, :meth:`renew` and
+    :meth:`release` with that pair touch it, and an urgent add of a wide id lets go of it.
     """
 
     @property
@@ -263,14 +266,24 @@ class DirtyQueue(Protocol):
 
     def take(self, limit: int, *, shard: int | None = None,
              settled_before_ms: float = float("inf"), urgent_only: bool = False,
-             wide_only: bool = False) -> list[tuple[int, float]]:
-        """Up to ``limit`` (id, score) pairs dirtied before ``settled_before_ms``, kept in the set:
-        the oldest urgent ones first, the batch filled up with the oldest wide ones (of one shard,
-        or with ``shard=None`` of every shard); ``urgent_only``: no wide ones, ``wide_only``: no
-        urgent ones."""
+             wide_only: bool = False, lease_ms: int = 0) -> list[tuple[int, float]]:
+        """Up to ``limit`` (id, score) pairs dirtied before ``settled_before_ms`` and under no live
+        lease, kept in the set: the oldest urgent ones first, the batch filled up with the oldest
+        wide ones (of one shard, or with ``shard=None`` of every shard); ``urgent_only``: no wide
+        ones, ``wide_only``: no urgent ones; ``lease_ms``: lease them for that long (one shard
+        only; ValueError with ``shard=None``)."""
+
+    def renew(self, taken: Sequence[tuple[int, float]], *, lease_ms: int) -> int:
+        """Extend the leases of the pairs still leased with their score to ``lease_ms`` from now;
+        how many were."""
+
+    def release(self, taken: Sequence[tuple[int, float]]) -> int:
+        """Let go of the leases of the pairs still leased with their score (their ids stay dirty,
+        takeable at once); how many were."""
 
     def done(self, taken: Sequence[tuple[int, float]]) -> int:
-        """Remove the pairs whose score is unchanged since ``take``; how many were removed."""
+        """Remove the pairs whose score is unchanged since ``take``, and let go of every lease
+        taken with those pairs; how many were removed."""
 
     def size(self) -> int:
         """How many ids wait."""

@@ -54,6 +54,7 @@ class MemoryState:
     last_us: int = 0
     dirty: dict[int, float] = field(default_factory=dict)
     urgent: set[int] = field(default_factory=set)
+    leases: dict[int, tuple[float, int]] = field(default_factory=dict)  # id -> (score, expires ms)
     expiring: dict[str, tuple[str, int]] = field(default_factory=dict)
     progress: dict[str, dict[str, int | str]] = field(default_factory=dict)
     cdc_position: str | None = None
@@ -102,6 +103,8 @@ class MemoryDirtySet:
                 new += held is None
                 # an add always changes a held score (storage/redis/queue.py)
                 self.state.dirty[i] = float(now_ms if held is None or held < now_ms else held + 1)
+                if urgent and held is not None and i not in self.state.urgent:
+                    self.state.leases.pop(i, None)  # a wide id's lease (storage/redis/scripts.py)
                 if urgent:
                     self.state.urgent.add(i)
             return new
@@ -126,15 +129,42 @@ class MemoryDirtySet:
 
     def take(self, limit: int, *, shard: int | None = None,
              settled_before_ms: float = float("inf"), urgent_only: bool = False,
-             wide_only: bool = False) -> list[tuple[int, float]]:
+             wide_only: bool = False, lease_ms: int = 0) -> list[tuple[int, float]]:
+        if shard is None and lease_ms:
+            raise ValueError("a lease is taken from one shard at a time")
         with self.state.lock:
             self.state.check()
             urgent, wide = self._lanes(shard, settled_before_ms)
-            return ((urgent if not wide_only else []) + (wide if not urgent_only else []))[:limit]
+            lanes = (urgent if not wide_only else []) + (wide if not urgent_only else [])
+            taken = [(i, s) for i, s in lanes if not self.state.live(self.state.leases.get(i))][:limit]
+            expires = self.state.clock_ms() + lease_ms
+            self.state.leases.update({i: (s, expires) for i, s in taken} if lease_ms else {})
+            return taken
+
+    def renew(self, taken: Sequence[tuple[int, float]], *, lease_ms: int) -> int:
+        with self.state.lock:
+            self.state.check()
+            mine = self._leased(taken)
+            self.state.leases.update({i: (s, self.state.clock_ms() + lease_ms) for i, s in mine})
+            return len(mine)
+
+    def release(self, taken: Sequence[tuple[int, float]]) -> int:
+        with self.state.lock:
+            self.state.check()
+            mine = self._leased(taken)
+            for i, _ in mine:
+                del self.state.leases[i]
+            return len(mine)
+
+    def _leased(self, taken: Sequence[tuple[int, float]]) -> list[tuple[int, float]]:
+        """The pairs whose id is leased with that score."""
+        return [(i, s) for i, s in taken if self.state.leases.get(i, (None, 0))[0] == s]
 
     def done(self, taken: Sequence[tuple[int, float]]) -> int:
         with self.state.lock:
             self.state.check()
+            for i, _ in self._leased(taken):
+                del self.state.leases[i]
             gone = [i for i, s in taken if self.state.dirty.get(i) == s]
             for i in gone:
                 del self.state.dirty[i]

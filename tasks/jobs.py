@@ -94,8 +94,8 @@ def process_events(events: list[dict[str, Any]]) -> int:
 
 @shared_task(name="graphrag.drain", **DELIVERY)
 def drain(wait_s: float = 0.0, flag: str = EDITED) -> int:
-    """Rebuild dirty foci for ``drain_budget_s`` (then the batch it is in), from shards no other worker
-    holds (service.drain.drain_session); asks for a second drain when more shards wait, so idle
+    """Rebuild dirty foci for ``drain_budget_s`` (then the batch it is in), those no other worker
+    has leased (service.drain.drain_session); asks for a second drain when more shards wait, so idle
     workers join in, and re-queues itself while anything is left — behind the events that arrived
     meanwhile, so a hub's thousands of foci never keep an edit's event waiting for long."""
     rt = current()
@@ -107,10 +107,10 @@ def drain(wait_s: float = 0.0, flag: str = EDITED) -> int:
         rt.coordination.clear_flag(flag)
     if flag not in (JOIN, CONTINUED) and len(rt.dirty.ready()) > 1:
         schedule_drain(rt, countdown_s=0, reason=JOIN)
-    written = drain_session(rt.dirty, rt.coordination, rt.rebuild, batch=rt.drain_batch,
+    written = drain_session(rt.dirty, rt.rebuild, batch=rt.drain_batch,
                             debounce_ms=rt.debounce_ms, budget_s=rt.drain_budget_s,
-                            clock_ms=rt.clock_ms, lock_ttl_ms=rt.drain_lock_ttl_ms,
-                            hold=lambda lease: kept(lease, every_s=rt.drain_lock_ttl_ms / 3000),
+                            clock_ms=rt.clock_ms, lease_ms=rt.drain_lease_ms,
+                            hold=lambda lease: kept(lease, every_s=rt.drain_lease_ms / 3000),
                             on_batch=observed(rt.metrics, rt.clock_ms))
     if rt.dirty.size():
         countdown_s, reason = _next_drain(rt, written)
@@ -142,7 +142,7 @@ def kept(lease: Lease, *, every_s: float) -> Iterator[None]:
     def renew() -> None:
         while not stop.wait(every_s):
             if not lease.renew():
-                log.warning("drain lock lost")
+                log.warning("drain lease lost")
                 return
 
     keeper = threading.Thread(target=renew, name="graphrag-drain-lock", daemon=True)

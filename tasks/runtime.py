@@ -38,7 +38,8 @@ class Runtime:
     #: batch, so that events queued meanwhile (FIFO, ahead of the drain that re-queues itself) wait
     #: for about this, not for a hub's set (GRAPHRAG_DRAIN_BUDGET_MS).
     drain_budget_s: float = 0.25
-    drain_lock_ttl_ms: int = 15_000
+    #: How long a drain's batch stays leased without renewal (a dead worker's, until takeable).
+    drain_lease_ms: int = 15_000
     max_bulk_backlog: int = 20
     pages_per_dispatch: int = 50
     #: Note ids per drain epoch (its batches share loaded data).

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,7 +24,6 @@ from graphrag import (
     run_batch,
 )
 from storage.records import TreeNote
-from storage.redis.client import mget
 
 NOW_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 DAY_MS = 86_400_000
@@ -169,7 +169,14 @@ def compute(
     return result
 
 
-def drain_lock_tokens(redis: Any, keys: Any) -> set[bytes]:
-    """The tokens of every shard's drain lock held right now (``<prefix>:flag:lock:drain:<shard>``)."""
-    names = list(redis.scan_iter(match=keys.flag("lock:drain:*"), count=1000))
-    return {token for token in mget(redis, names) if token is not None}
+def drain_leases(redis: Any, keys: Any) -> set[bytes]:
+    """Every lease a drain holds right now: the fields of ``<prefix>:dirty:{d<shard>}:leases`` not yet
+    expired (by this machine's clock, which is Redis's here), each as ``<key> <id> <expiry> <score>``
+    (a renewal is a new one)."""
+    now_ms, held = time.time() * 1000, set()
+    for name in redis.scan_iter(match=keys.dirty_leases(0).replace("{d0}", "{d*}"), count=1000):
+        key = name if isinstance(name, bytes) else name.encode()
+        for note_id, value in redis.hgetall(name).items():
+            if int(value.split()[0]) > now_ms:
+                held.add(b" ".join((key, note_id, value)))
+    return held

@@ -126,16 +126,17 @@ MEANINGS: Mapping[str, str] = {
                       "`<queue>.parked`; fixed when the queues are first declared (runbook, "
                       "\"Scaling out\")",
     "debounce_ms": "a dirty note is rebuilt once it has been quiet this long",
-    "drain_batch": "a drain rebuilds at most this many dirty foci at once; an edit's nearest "
-                   "foci wait for at most about one such batch on a busy worker process",
+    "drain_batch": "a drain rebuilds at most this many dirty foci at once (a quarter of it from "
+                   "a large edit's wide set); an edit's foci wait for at most about such a "
+                   "quarter batch on a busy worker process",
     "drain_budget_ms": "a drain task keeps its worker process for about this long (then the "
                        "batch it is in) before queueing its successor behind the events that "
                        "arrived meanwhile: how long an edit's event waits on a busy worker",
     "max_feed_lag_s": "with change capture: readers serve snapshots only while its heartbeat is "
                       "younger than this and it trails the database by less; otherwise every read "
                       "is computed live (`0`: never check)",
-    "dirty_shards": "shards of the dirty set: up to this many workers drain edits at once (safe to "
-                    "change at any time)",
+    "dirty_shards": "shards of the dirty set, spread over a Redis Cluster's primaries (workers "
+                    "lease foci from any shard; safe to change at any time)",
     "nightly_hour_utc": "hour (UTC) of the nightly full rebuild",
     "worker_metrics_port": "`graphrag worker` serves Prometheus metrics on this port (`/metrics`: "
                            "drains, rebuilds, edit-to-fresh latency of all its pool processes, and "

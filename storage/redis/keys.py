@@ -15,6 +15,7 @@ Layout (``<prefix>`` defaults to ``graphrag:v1``; tests pass their own to isolat
     <prefix>:refresh:{<note_id>}                                 "a refresh is queued" marker
     <prefix>:seq                                                 global edit sequence (the edit race)
     <prefix>:dirty:{d<shard>}:urgent|wide                        sorted sets of focus ids to rebuild
+    <prefix>:dirty:{d<shard>}:leases                             hash: ids a drain has in hand
     <prefix>:webhook:<webhook_id>                                replay guard of one webhook delivery
     <prefix>:progress:<name>                                     hash: progress of a full rebuild
     <prefix>:flag:<name>                                         short-lived coordination flags
@@ -116,6 +117,11 @@ class Keys:
         """``<prefix>:dirty:{d<shard>}:urgent|wide``: one lane of one shard of the foci waiting for
         a rebuild (both lanes of a shard in one slot)."""
         return f"{self.prefix}:dirty:{{d{int(shard)}}}:{'urgent' if urgent else 'wide'}"
+
+    def dirty_leases(self, shard: int) -> str:
+        """``<prefix>:dirty:{d<shard>}:leases``: the ids of one shard a drain has in hand, each with
+        its lease's expiry and the score it was taken with (the lanes' slot)."""
+        return f"{self.prefix}:dirty:{{d{int(shard)}}}:leases"
 
     def legacy_dirty(self) -> str:
         """``<prefix>:dirty``: the unsharded set of earlier versions (adopted into the shards)."""

@@ -12,6 +12,11 @@ Invariants the scripts keep:
   wide add of an id already urgent only updates its urgent score;
 * an id is removed only by ``done`` and only if its score is unchanged since ``take``, so a killed
   worker loses nothing and an edit during a rebuild is not forgotten;
+* a ``take`` with a lease puts what it returns in its drain's hands until the lease expires (Redis's
+  clock), and no ``take`` returns an id under a live lease, so workers drain one lane side by side
+  without rebuilding the same ids; a lease belongs to the score it was taken with, so only that
+  drain's ``done``, renewal or release touches it, and an urgent add of a wide id lets go of it (the
+  edit's own note does not wait for the batch that holds it);
 * every add changes the score of an id already there (to the add's clock, or to one above the held
   score when that clock is not ahead of it), so "unchanged since ``take``" means "not added since":
   two events whose clocks read the same millisecond, or a worker whose clock runs behind, cannot
@@ -30,19 +35,23 @@ from redis.exceptions import NoScriptError
 
 from storage.redis.client import evalsha, translated
 from storage.redis.keys import Keys
-from storage.redis.scripts import DIRTY_ADD_LUA, DIRTY_DONE_LUA, DIRTY_TAKE_LUA
+from storage.redis.scripts import DIRTY_ADD_LUA, DIRTY_DONE_LUA, DIRTY_LEASE_LUA, DIRTY_TAKE_LUA
 
 __all__ = ["MAX_SHARDS", "RedisDirtySet"]
 
 #: The most shards a deployment may use (``adopt`` looks this far for ids left behind).
 MAX_SHARDS = 256
-_SCRIPTS = (DIRTY_ADD_LUA, DIRTY_TAKE_LUA, DIRTY_DONE_LUA)
+_SCRIPTS = (DIRTY_ADD_LUA, DIRTY_TAKE_LUA, DIRTY_DONE_LUA, DIRTY_LEASE_LUA)
 _OPTIONS: dict[str, dict[str, bool]] = {"zrange": {"withscores": True},
                                         "zrangebyscore": {"withscores": True}}
 
 
 def _order(pair: tuple[int, float]) -> tuple[float, str]:
     return pair[1], str(pair[0])  # a sorted set's order: score, then member
+
+
+def _pairs(replies: Iterable[Any]) -> list[tuple[int, float]]:
+    return [(int(r[i]), float(r[i + 1])) for r in replies for i in range(0, len(r), 2)]
 
 
 def _score_arg(value: float) -> str:
@@ -69,6 +78,9 @@ class RedisDirtySet:
     def _lanes(self, shard: int) -> tuple[str, str]:
         return self.keys.dirty(shard, urgent=True), self.keys.dirty(shard, urgent=False)
 
+    def _shard_keys(self, shard: int) -> tuple[str, ...]:
+        return (*self._lanes(shard), self.keys.dirty_leases(shard))
+
     def _by_shard(self, note_ids: Iterable[int]) -> dict[int, list[int]]:
         groups: dict[int, list[int]] = {}
         for i in note_ids:
@@ -77,7 +89,7 @@ class RedisDirtySet:
 
     def add(self, note_ids: Iterable[int], *, now_ms: int, urgent: bool = False) -> int:
         groups = self._by_shard(note_ids)
-        calls = [(0, self._lanes(s), [now_ms, int(urgent), *ids]) for s, ids in groups.items()]
+        calls = [(0, self._shard_keys(s), [now_ms, int(urgent), *ids]) for s, ids in groups.items()]
         return sum(int(r) for r in self._scripts(calls))
 
     def ready(self, *, settled_before_ms: float = float("inf")) -> list[int]:
@@ -97,31 +109,45 @@ class RedisDirtySet:
 
     def take(self, limit: int, *, shard: int | None = None,
              settled_before_ms: float = float("inf"), urgent_only: bool = False,
-             wide_only: bool = False) -> list[tuple[int, float]]:
+             wide_only: bool = False, lease_ms: int = 0) -> list[tuple[int, float]]:
         if shard is None:
+            if lease_ms:
+                raise ValueError("a lease is taken from one shard at a time")
             return self._take_all(limit, settled_before_ms, urgent_only, wide_only)
         lanes = 1 if urgent_only else 2 if wide_only else 0
-        args = [_score_arg(settled_before_ms), limit, lanes]
-        replies = self._scripts([(1, self._lanes(shard), args)])
-        return [(int(r[i]), float(r[i + 1])) for r in replies for i in range(0, len(r), 2)]
+        args = [_score_arg(settled_before_ms), limit, lanes, int(lease_ms)]
+        return _pairs(self._scripts([(1, self._shard_keys(shard), args)]))
 
     def _take_all(self, limit: int, settled_before_ms: float, urgent_only: bool,
                   wide_only: bool) -> list[tuple[int, float]]:
         """Every shard's oldest, urgent lanes first (maintenance and tests; drains go by shard)."""
-        n, kinds = self._shards, (0,) if urgent_only else (1,) if wide_only else (0, 1)
-        lanes = [self._lanes(s)[k] for k in kinds for s in range(n)]
-        rows = self._pipelined([("zrangebyscore", lane, "-inf", _score_arg(settled_before_ms), 0, limit)
-                                for lane in lanes])
-        by_kind = {k: rows[i * n:(i + 1) * n] for i, k in enumerate(kinds)}
-        urgent, wide = ([(int(m), float(s)) for part in by_kind.get(k, []) for m, s in part]
-                        for k in (0, 1))
+        n, kinds = self._shards, (1,) if urgent_only else (2,) if wide_only else (1, 2)
+        calls = [(1, self._shard_keys(s), [_score_arg(settled_before_ms), limit, kind, 0])
+                 for kind in kinds for s in range(n)]
+        replies = self._scripts(calls)
+        by_kind = {k: replies[i * n:(i + 1) * n] for i, k in enumerate(kinds)}
+        urgent, wide = (_pairs(by_kind.get(k, [])) for k in (1, 2))
         return (sorted(urgent, key=_order) + sorted(wide, key=_order))[:limit]
 
-    def done(self, taken: Sequence[tuple[int, float]]) -> int:
+    def renew(self, taken: Sequence[tuple[int, float]], *, lease_ms: int) -> int:
+        return self._leases(taken, lease_ms)
+
+    def release(self, taken: Sequence[tuple[int, float]]) -> int:
+        return self._leases(taken, 0)
+
+    def _leases(self, taken: Sequence[tuple[int, float]], lease_ms: int) -> int:
+        calls = [(3, self._shard_keys(s), [int(lease_ms), *args])
+                 for s, args in self._pair_args(taken).items()]
+        return sum(int(r) for r in self._scripts(calls))
+
+    def _pair_args(self, taken: Sequence[tuple[int, float]]) -> dict[int, list[str]]:
         groups: dict[int, list[str]] = {}
         for note_id, score in taken:
             groups.setdefault(self.shard_of(note_id), []).extend((str(int(note_id)), repr(score)))
-        calls = [(2, self._lanes(s), args) for s, args in groups.items()]
+        return groups
+
+    def done(self, taken: Sequence[tuple[int, float]]) -> int:
+        calls = [(2, self._shard_keys(s), args) for s, args in self._pair_args(taken).items()]
         return sum(int(r) for r in self._scripts(calls))
 
     def size(self) -> int:
@@ -163,7 +189,7 @@ class RedisDirtySet:
                 getattr(pipe, name)(*args, **_OPTIONS.get(name, {}))
             return list(pipe.execute())
 
-    def _scripts(self, calls: Sequence[tuple[int, tuple[str, str], Sequence[Any]]]) -> list[Any]:
+    def _scripts(self, calls: Sequence[tuple[int, tuple[str, ...], Sequence[Any]]]) -> list[Any]:
         """Run one script per shard in a pipeline; after NOSCRIPT (a restarted Redis) load and rerun
         (the scripts that failed did not run, and the others are safe to run twice)."""
         if not calls:

@@ -7,8 +7,8 @@ so whoever watches the note hears of it (:mod:`storage.redis.changes`).
 """
 
 __all__ = [
-    "BUMP_LUA", "DELETE_LUA", "DIRTY_ADD_LUA", "DIRTY_DONE_LUA", "DIRTY_TAKE_LUA", "INDEX_LUA",
-    "INDEX_MANY_LUA", "STAMP_LUA", "WRITE_LUA",
+    "BUMP_LUA", "DELETE_LUA", "DIRTY_ADD_LUA", "DIRTY_DONE_LUA", "DIRTY_LEASE_LUA", "DIRTY_TAKE_LUA",
+    "INDEX_LUA", "INDEX_MANY_LUA", "STAMP_LUA", "WRITE_LUA",
 ]
 
 # Facts (note ids, or wiki facts like note:5) travel space-separated and stay strings inside Lua (no
@@ -103,11 +103,15 @@ return 1
 """
 
 
-# The dirty set's shard scripts: KEYS[1] the urgent lane, KEYS[2] the wide lane (one hash tag), so an
-# id is in at most one lane and moves between them atomically (storage/redis/queue.py).
+# The dirty set's shard scripts: KEYS[1] the urgent lane, KEYS[2] the wide lane, KEYS[3] the shard's
+# leases (one hash tag), so an id is in at most one lane and moves between them atomically
+# (storage/redis/queue.py). A lease is a hash field id -> "<expires ms> <score taken>" (Redis's clock):
+# the id is in a drain's hands until then, and the score says which take it belongs to, so a later
+# drain's lease of the same id is never let go by an earlier one.
 # An add gives an id already there a score above the one it holds (at least one more): every add
 # changes the score, so ``done`` (below) never mistakes an add for none, even one made with the same
-# clock reading as the add a drain took.
+# clock reading as the add a drain took. An urgent add of an id in the wide lane also lets go of its
+# lease: an edit's own note is not kept waiting for a hub's wide batch that happens to hold it.
 DIRTY_ADD_LUA = """
 local new = 0
 local now = tonumber(ARGV[1])
@@ -125,7 +129,7 @@ for i = 3, #ARGV do
   score = string.format('%.17g', score)
   if ARGV[2] == '1' or urgent then
     redis.call('ZADD', KEYS[1], score, id)
-    if wide then redis.call('ZREM', KEYS[2], id) end
+    if wide then redis.call('ZREM', KEYS[2], id); redis.call('HDEL', KEYS[3], id) end
   else
     redis.call('ZADD', KEYS[2], score, id)
   end
@@ -133,24 +137,51 @@ end
 return new
 """
 
+# Take up to ARGV[2] ids scored at most ARGV[1], urgent lane first (ARGV[3]: '1' urgent only, '2' wide
+# only), skipping ids under a live lease, and lease them for ARGV[4] ms (0: no lease). One page per
+# lane suffices: at most HLEN(leases) of the lane's oldest ids are skipped. A dead lease met on the
+# way is deleted.
 DIRTY_TAKE_LUA = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local limit, lease = tonumber(ARGV[2]), tonumber(ARGV[4])
+local page = limit + redis.call('HLEN', KEYS[3])
 local rows = {}
-if ARGV[3] ~= '2' then
-  rows = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'WITHSCORES', 'LIMIT', 0, ARGV[2])
+local function free(id)
+  local held = redis.call('HGET', KEYS[3], id)
+  if not held then return true end
+  if tonumber(string.match(held, '^%S+')) > now then return false end
+  redis.call('HDEL', KEYS[3], id)
+  return true
 end
-local left = tonumber(ARGV[2]) - #rows / 2
-if left > 0 and ARGV[3] ~= '1' then
-  local wide = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[1], 'WITHSCORES', 'LIMIT', 0, left)
-  for i = 1, #wide do rows[#rows + 1] = wide[i] end
+local function fill(lane)
+  if #rows >= 2 * limit then return end
+  local found = redis.call('ZRANGEBYSCORE', lane, '-inf', ARGV[1], 'WITHSCORES', 'LIMIT', 0, page)
+  for i = 1, #found, 2 do
+    if #rows >= 2 * limit then return end
+    if free(found[i]) then rows[#rows + 1] = found[i]; rows[#rows + 1] = found[i + 1] end
+  end
+end
+if ARGV[3] ~= '2' then fill(KEYS[1]) end
+if ARGV[3] ~= '1' then fill(KEYS[2]) end
+if lease > 0 then
+  for i = 1, #rows, 2 do
+    redis.call('HSET', KEYS[3], rows[i], string.format('%d', now + lease) .. ' ' .. rows[i + 1])
+  end
 end
 return rows
 """
 
 # Remove dirty members only if their score is still the one the drain read: a note dirtied again
-# while it was being rebuilt has another score (every add changes it) and stays in the set.
+# while it was being rebuilt has another score (every add changes it) and stays in the set. Either way
+# the lease taken with that score is let go.
 DIRTY_DONE_LUA = """
 local removed = 0
 for i = 1, #ARGV, 2 do
+  local held = redis.call('HGET', KEYS[3], ARGV[i])
+  if held and tonumber(string.match(held, '%S+$')) == tonumber(ARGV[i + 1]) then
+    redis.call('HDEL', KEYS[3], ARGV[i])
+  end
   for k = 1, 2 do
     local score = redis.call('ZSCORE', KEYS[k], ARGV[i])
     if score and tonumber(score) == tonumber(ARGV[i + 1]) then
@@ -159,4 +190,25 @@ for i = 1, #ARGV, 2 do
   end
 end
 return removed
+"""
+
+# Renew (ARGV[1] > 0: for ARGV[1] ms from now) or let go (ARGV[1] = 0) the leases taken with the given
+# (id, score) pairs (ARGV[2..]); how many there were.
+DIRTY_LEASE_LUA = """
+local t = redis.call('TIME')
+local expires = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[1])
+local count = 0
+for i = 2, #ARGV, 2 do
+  local held = redis.call('HGET', KEYS[3], ARGV[i])
+  local score = held and string.match(held, '%S+$')
+  if score and tonumber(score) == tonumber(ARGV[i + 1]) then
+    count = count + 1
+    if ARGV[1] == '0' then
+      redis.call('HDEL', KEYS[3], ARGV[i])
+    else
+      redis.call('HSET', KEYS[3], ARGV[i], string.format('%d', expires) .. ' ' .. score)
+    end
+  end
+end
+return count
 """

@@ -1,13 +1,15 @@
 """The dirty set's contract (service.ports.DirtyQueue), run on every backend.
 
 Shards and lanes: an id lives in one shard and one lane; the urgent lane is served first; an id
-leaves only through ``done`` with the score ``take`` saw. The Redis backends add what only they can
-lose: ids left in shards beyond today's count or in an older unsharded set, scripts flushed by a
-restart.
+leaves only through ``done`` with the score ``take`` saw; a leased id is in one drain's hands until
+its lease is let go or expires, and a lease belongs to the score it was taken with. The Redis
+backends add what only they can lose: ids left in shards beyond today's count or in an older
+unsharded set, scripts flushed by a restart.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -146,6 +148,61 @@ class DirtyQueueContract:
         dirty.add([5, 6], now_ms=2_000)
         dirty.add([3], now_ms=1_500, urgent=True)
         assert (dirty.size(), dirty.oldest_ms()) == (3, 1_500.0)
+
+    def test_a_leased_id_is_not_taken_again_until_let_go(self, dirty: Any) -> None:
+        dirty.add([1, 5, 9], now_ms=1_000)
+        leased = dirty.take(2, shard=1, lease_ms=60_000)
+        assert leased == [(1, 1_000.0), (5, 1_000.0)]
+        assert dirty.take(10, shard=1) == [(9, 1_000.0)] and dirty.take(10) == [(9, 1_000.0)]
+        assert dirty.size() == 3 and dirty.ready() == [1]
+        assert dirty.release(leased) == 2 and dirty.release(leased) == 0
+        assert dirty.take(10, shard=1) == [(1, 1_000.0), (5, 1_000.0), (9, 1_000.0)]
+
+    def test_leases_skip_as_many_older_ids_as_are_leased(self, dirty: Any) -> None:
+        dirty.add(range(0, 400, 4), now_ms=1_000)  # shard 0
+        first = dirty.take(50, shard=0, lease_ms=60_000)
+        second = dirty.take(60, shard=0, lease_ms=60_000)
+        assert len(first) == len(second) == 50 and not {*first} & {*second}
+        assert dirty.take(10, shard=0) == []
+        assert dirty.done(first + second) == 100 and dirty.size() == 0
+
+    def test_done_lets_go_of_the_lease_of_an_id_it_keeps(self, dirty: Any) -> None:
+        dirty.add([1, 5], now_ms=1_000)
+        leased = dirty.take(10, shard=1, lease_ms=60_000)
+        dirty.add([5], now_ms=2_000)  # edited during its rebuild: a wide add keeps the lease
+        assert dirty.take(10, shard=1) == []
+        assert dirty.done(leased) == 1
+        assert dirty.take(10, shard=1) == [(5, 2_000.0)]
+
+    def test_a_lease_belongs_to_the_score_it_was_taken_with(self, dirty: Any) -> None:
+        dirty.add([5], now_ms=1_000)
+        wide = dirty.take(10, shard=1, lease_ms=60_000)
+        dirty.add([5], now_ms=2_000, urgent=True)  # the edit's own note: let go of the wide lease
+        urgent = dirty.take(10, shard=1, lease_ms=60_000)
+        assert urgent == [(5, 2_000.0)]
+        assert dirty.done(wide) == 0 and dirty.take(10, shard=1) == []  # not the later lease
+        assert dirty.renew(wide, lease_ms=60_000) == 0 and dirty.release(wide) == 0
+        assert dirty.renew(urgent, lease_ms=60_000) == 1 and dirty.take(10, shard=1) == []
+        assert dirty.release(urgent) == 1 and dirty.take(10, shard=1) == [(5, 2_000.0)]
+
+    def test_an_urgent_add_keeps_the_lease_of_an_urgent_id(self, dirty: Any) -> None:
+        dirty.add([5], now_ms=1_000, urgent=True)
+        leased = dirty.take(10, shard=1, lease_ms=60_000)
+        dirty.add([5], now_ms=2_000, urgent=True)
+        assert dirty.take(10, shard=1) == []
+        assert dirty.done(leased) == 0 and dirty.take(10, shard=1) == [(5, 2_000.0)]
+
+    def test_an_expired_lease_is_taken_over(self, dirty: Any) -> None:
+        dirty.add([1], now_ms=1_000)
+        dead = dirty.take(10, shard=1, lease_ms=1)
+        time.sleep(0.05)
+        assert dirty.take(10, shard=1, lease_ms=60_000) == [(1, 1_000.0)]
+        assert dirty.take(10, shard=1) == []
+        assert dirty.done(dead) == 1 and dirty.size() == 0  # a slow drain's rebuild still counts
+
+    def test_a_lease_is_taken_from_one_shard(self, dirty: Any) -> None:
+        with pytest.raises(ValueError, match="one shard"):
+            dirty.take(10, lease_ms=1_000)
 
     def test_an_empty_call_changes_nothing(self, dirty: Any) -> None:
         assert dirty.add([], now_ms=1) == 0

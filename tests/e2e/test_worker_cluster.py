@@ -41,7 +41,7 @@ from tests.e2e.worker_system import hand_graph
 from tests.reliability.checks import check_snapshots
 from tests.reliability.harness import SECRET, TOKEN, Broker, now_iso, post_events, settings_from
 from tests.services.redis_cluster import ClusterInfo
-from tests.support import drain_lock_tokens
+from tests.support import drain_leases
 from worker.compose import Wiring
 from worker.http.server import build_http_app
 
@@ -68,7 +68,7 @@ class Site:
 
         def quiet() -> bool:
             now_quiet = (self.wiring.dirty.size() == 0 and self.broker.queued() == 0
-                         and not drain_lock_tokens(self.wiring.client, self.wiring.keys))
+                         and not drain_leases(self.wiring.client, self.wiring.keys))
             if not now_quiet:
                 calm.clear()
                 return False

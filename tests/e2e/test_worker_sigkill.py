@@ -60,7 +60,7 @@ def test_sigkill_mid_batch_loses_no_rebuild(system: System) -> None:
                details=successor.tail, interval_s=0.1)
     FIGURES[f"recovery after SIGKILL, broker {system.broker}"] = (
         f"{time.perf_counter() - restarted:.1f} s from starting the new worker to an empty dirty set "
-        "(includes waiting out the dead worker's drain lock)")
+        "(includes waiting out the dead worker's drain leases)")
 
     envelopes = system.envelopes()
     expected = {k for note_id in live for k in system.variant_keys(note_id)}

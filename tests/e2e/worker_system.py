@@ -39,7 +39,7 @@ from service.envelope import Envelope
 from storage.redis.cache import RedisCache as SnapshotStore
 from storage.redis.queue import RedisDirtySet as DirtySet
 from tests.e2e.conftest import FIGURES, LATENCIES, Workers, wait_until
-from tests.support import DAY_MS, NOW_MS, Graph, drain_lock_tokens
+from tests.support import DAY_MS, NOW_MS, Graph, drain_leases
 from worker.compose import Wiring
 from worker.settings import Settings
 
@@ -171,7 +171,7 @@ class System:
         return keys
 
     def drain_running(self) -> bool:
-        return bool(drain_lock_tokens(self.redis, self.store.keys))
+        return bool(drain_leases(self.redis, self.store.keys))
 
     def quiet(self) -> bool:
         return self.dirty.size() == 0 and not self.drain_running()

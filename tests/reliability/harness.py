@@ -49,7 +49,7 @@ from tests.conftest import mariadb_database, url_string
 from tests.e2e.conftest import Workers, wait_until, worker_env
 from tests.reliability.checks import CheckReport, check_snapshots
 from tests.reliability.engines import AmqpLook, BrokerLook, Engines, Stranded, engines
-from tests.support import drain_lock_tokens
+from tests.support import drain_leases
 from tests.wiring import NoteStore, build_redis, build_service, build_snapshot_store, rebuild_notes
 from worker.celery_app import create_celery
 from worker.http.server import build_http_app
@@ -135,8 +135,8 @@ def _task_name(raw: bytes) -> str:
 
 
 def quiet(store: SnapshotStore, dirty: DirtySet, broker: BrokerLook) -> bool:
-    """Nothing dirty, no drain holding its lock, nothing queued, reserved or running."""
-    return (dirty.size() == 0 and not drain_lock_tokens(store.redis, store.keys)
+    """Nothing dirty, no drain holding a lease, nothing queued, reserved or running."""
+    return (dirty.size() == 0 and not drain_leases(store.redis, store.keys)
             and broker.backlog() == 0)
 
 
@@ -155,8 +155,8 @@ def settle(store: SnapshotStore, dirty: DirtySet, broker: BrokerLook, *, timeout
         return time.monotonic() - since[0] >= stable_s
 
     def why() -> str:
-        return (f"dirty {dirty.size()}, drain lock "
-                f"{bool(drain_lock_tokens(store.redis, store.keys))}, broker backlog "
+        return (f"dirty {dirty.size()}, drain leases "
+                f"{bool(drain_leases(store.redis, store.keys))}, broker backlog "
                 f"{broker.backlog()} ({Counter(s.task for s in broker.unacked())})\n{details()}")
 
     wait_until(steady, timeout_s=timeout_s, what="quiescence (nothing dirty, queued or running)",

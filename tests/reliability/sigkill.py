@@ -30,9 +30,9 @@ from tests.reliability.harness import (
     unfinished_tasks,
 )
 from tests.reliability.support import figure, sized
-from tests.support import drain_lock_tokens
+from tests.support import drain_leases
 
-DRAIN_LOCK_TTL_S = 15  # tasks/runtime.py Runtime.drain_lock_ttl_ms (not a setting)
+DRAIN_LEASE_S = 15  # tasks/runtime.py Runtime.drain_lease_ms (not a setting)
 CRASH_ENV = {"GRAPHRAG_STRATEGIES": "wavefront,layered", "GRAPHRAG_SEEDS": "0",
              "GRAPHRAG_LAYERED_LIMITS": "2500,5000", "GRAPHRAG_TASK_TIME_LIMIT_S": "50",
              "GRAPHRAG_VISIBILITY_TIMEOUT_S": "111"}
@@ -49,17 +49,17 @@ class KillLog:
 
 def _kill_once(stack: Stack, rng: random.Random, *, wait_for_drain: bool, dead: set[bytes],
                log: KillLog) -> None:
-    """Kill the current worker's process group: mid-drain (a drain of *this* worker holds the lock,
-    i.e. a token no killed worker held) or at a random moment; then start a new worker."""
+    """Kill the current worker's process group: mid-drain (a drain of *this* worker holds a lease,
+    i.e. one no killed worker held) or at a random moment; then start a new worker."""
     def tokens() -> set[bytes]:
-        return drain_lock_tokens(stack.store.redis, stack.store.keys)
+        return drain_leases(stack.store.redis, stack.store.keys)
 
     def live_drain() -> bool:
         return bool(tokens() - dead) and stack.dirty.size() > 0
 
     worker = stack.workers.current
     if wait_for_drain:
-        deadline = time.monotonic() + DRAIN_LOCK_TTL_S + 10
+        deadline = time.monotonic() + DRAIN_LEASE_S + 10
         while not live_drain() and time.monotonic() < deadline:
             time.sleep(0.01)
         time.sleep(rng.uniform(0, 0.3))  # somewhere inside the batch
@@ -149,7 +149,7 @@ def _nothing_lost_or_stale(run: SigkillRun) -> None:
     """After the stranded messages came back: nothing dirty, queued or parked; none stale or missing."""
     stack = run.stack
     waited = _recover(run)
-    settle_s = stack.settle(timeout_s=DRAIN_LOCK_TTL_S + sized(ci=120, full=480))
+    settle_s = stack.settle(timeout_s=DRAIN_LEASE_S + sized(ci=120, full=480))
     report = stack.check()
     summary = {"stranded messages redelivered": dict(_by_task(run.stranded)),
                "seconds waited for them here": round(waited), "quiescence seconds": round(settle_s),

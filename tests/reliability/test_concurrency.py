@@ -351,8 +351,8 @@ def test_a_stale_refresh_racing_an_edit_is_redone(race: Race) -> None:
     _shows_new_title_after_the_drain(race)
 
 
-def test_a_drain_whose_batch_outlasts_the_drain_lock_ends_cleanly() -> None:
-    """The full-size run's interleaving, scaled down: a 0.3 s lock and batches of 0.4 s."""
+def test_a_drain_whose_batch_outlasts_its_lease_ends_cleanly() -> None:
+    """The full-size run's interleaving, scaled down: a 0.3 s lease and batches of 0.4 s."""
     rows = generated_rows(12, random.Random(1))
     with in_process(rows, CELERY_BROKER_URL="memory://") as r:
         celery = worker_app(r.settings)  # the tasks' app (its queue lives in this process)
@@ -367,7 +367,7 @@ def test_a_drain_whose_batch_outlasts_the_drain_lock_ends_cleanly() -> None:
             coordination=coordination_of(r.store),
             progress=RebuildProgress(r.store.redis, r.store.keys), rebuild=slow, rebuild_piece=slow,
             clock_ms=wall_ms,
-            bulk_backlog=lambda: 0, drain_batch=4, debounce_ms=0, drain_lock_ttl_ms=300,
+            bulk_backlog=lambda: 0, drain_batch=4, debounce_ms=0, drain_lease_ms=300,
             drain_budget_s=10)  # one session runs all three batches
         runtime_module.configure(lambda: runtime)
         try:

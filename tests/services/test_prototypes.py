@@ -45,7 +45,7 @@ from redis.exceptions import (
 )
 
 from storage.redis.keys import Keys
-from storage.redis.scripts import DIRTY_DONE_LUA
+from storage.redis.scripts import DIRTY_DONE_LUA, DIRTY_TAKE_LUA
 from tests.services import ServiceUnavailable
 from tests.services.measure import measure
 from tests.services.redis_cluster import ClusterInfo, redis_cluster
@@ -244,25 +244,23 @@ def test_scan_iter_visits_every_primary(cluster_client: RedisCluster, cluster_pr
     assert set(cluster_client.scan_iter(match=f"{cluster_prefix}:s:*", count=50)) == keys
 
 
-def test_sharded_dirty_sets_with_one_lock_per_shard(
+def test_sharded_dirty_sets_leased_by_two_workers_at_once(
         cluster_client: RedisCluster, cluster_prefix: str) -> None:
     shards = 8
     keys = Keys(cluster_prefix)
-    dirty = [keys.dirty(s, urgent=False) for s in range(shards)]
-    assert len({cluster_client.get_node_from_key(k).name for k in dirty}) > 1
+    shard_keys = [[keys.dirty(s, urgent=True), keys.dirty(s, urgent=False), keys.dirty_leases(s)]
+                  for s in range(shards)]
+    assert len({cluster_client.get_node_from_key(k[1]).name for k in shard_keys}) > 1
     for note in range(100):
-        cluster_client.zadd(dirty[note % shards], {str(note): 1000 + note})
+        cluster_client.zadd(shard_keys[note % shards][1], {str(note): 1000 + note})
+    take = cluster_client.register_script(DIRTY_TAKE_LUA)
     done = cluster_client.register_script(DIRTY_DONE_LUA)
-    locks = [cluster_client.lock(f"{cluster_prefix}:drain:{{d{s}}}", timeout=5) for s in range(shards)]
-    owned = [s for s, lock in enumerate(locks) if lock.acquire(blocking=False)]
-    assert owned == list(range(shards))  # N workers would each win a different shard's lock
-    for s in owned:
-        taken: list[tuple[bytes, float]] = cluster_client.zrangebyscore(  # type: ignore[assignment]
-            dirty[s], "-inf", "+inf", start=0, num=5, withscores=True)
-        args = [v for member, score in taken for v in (member, repr(score))]
-        assert done(keys=[keys.dirty(s, urgent=True), dirty[s]], args=args) == 5
-        locks[s].release()
-    assert sum(cluster_client.zcard(k) for k in dirty) == 100 - 5 * shards
+    for s in range(shards):  # two workers take from the same shard: never the same ids
+        first, second = (take(keys=shard_keys[s], args=["+inf", 3, 0, 5_000]) for _ in range(2))
+        assert len(first) == len(second) == 6 and not set(first[::2]) & set(second[::2])
+        assert done(keys=shard_keys[s], args=first + second) == 6
+        assert cluster_client.hlen(shard_keys[s][2]) == 0  # done let the leases go
+    assert sum(cluster_client.zcard(k[1]) for k in shard_keys) == 100 - 6 * shards
 
 
 def test_incr_of_an_untagged_key(cluster_client: RedisCluster, cluster_prefix: str) -> None:

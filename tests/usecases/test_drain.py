@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+import pytest
+
+from graphrag.core.errors import CacheUnavailable
 from service.drain import drain_once, drain_session, drain_until, requeue
 from service.rebuild import RebuildReport
 from tests.usecases.conftest import World
@@ -70,8 +73,8 @@ def recording(seen: list[list[int]]) -> Callable[[Iterable[int]], RebuildReport]
 
 def session(world: World, rebuild: Callable[[Iterable[int]], RebuildReport], *, batch: int,
             budget_s: float = 60) -> int:
-    return drain_session(world.dirty, world.coordination, rebuild, batch=batch, debounce_ms=0,
-                         budget_s=budget_s, clock_ms=world.clock, lock_ttl_ms=10_000)
+    return drain_session(world.dirty, rebuild, batch=batch, debounce_ms=0, budget_s=budget_s,
+                         clock_ms=world.clock, lease_ms=10_000)
 
 
 def test_a_session_serves_an_urgent_edit_before_a_hubs_wide_set(world: World) -> None:
@@ -94,70 +97,116 @@ def test_urgent_foci_of_every_shard_make_one_batch_of_their_own(world: World) ->
     seen: list[list[int]] = []
     session(world, recording(seen), batch=100)
     assert sorted(seen[0]) == [4, 5, 6, 7]
-    assert sorted(seen[1]) == list(range(100, 140)) and len(seen) == 2
+    assert sorted(i for batch in seen[1:] for i in batch) == list(range(100, 140))
+    assert [len(batch) for batch in seen[1:]] == [25, 15]  # wide: a quarter of a batch at a time
 
 
 def test_while_one_worker_rebuilds_an_edits_urgent_foci_another_takes_its_wide_ones(
     world: World,
 ) -> None:
-    """The lanes are locked apart: an edit's wide foci in the shards of its urgent ones need not
-    wait for the urgent batch."""
+    """An edit's wide foci in the shards of its urgent ones need not wait for the urgent batch."""
     world.dirty.add([1, 5], now_ms=1)
     world.dirty.add([9], now_ms=1, urgent=True)  # all three in shard 1
-    urgent_batch = world.coordination.lock("drain:1:urgent", ttl_ms=60_000)
-    assert urgent_batch.acquire()  # another worker is rebuilding focus 9
+    other = world.dirty.take(1, shard=1, urgent_only=True, lease_ms=60_000)
+    assert other == [(9, 1.0)]  # another worker is rebuilding focus 9
     seen: list[list[int]] = []
     session(world, recording(seen), batch=100)
-    assert seen == [[1, 5]] and [i for i, _ in world.dirty.take(100)] == [9]
-    urgent_batch.release()
+    assert seen == [[1, 5]] and world.dirty.size() == 1
+    world.dirty.release(other)  # it failed: focus 9 is anyone's again at once
     session(world, recording(seen), batch=100)
     assert seen[1:] == [[9]] and world.dirty.size() == 0
 
 
-def test_a_lane_that_gave_nothing_is_not_held_during_the_batch(world: World) -> None:
-    world.dirty.add([4], now_ms=1, urgent=True)
-    world.dirty.add([1], now_ms=1)
-    lanes: list[bool] = []
-
-    def rebuild(ids: Iterable[int]) -> RebuildReport:  # during the urgent batch of focus 4
-        if not lanes:
-            lanes.extend(world.coordination.lock(name, ttl_ms=1).acquire()
-                         for name in ("drain:0:urgent", "drain:1", "drain:1:urgent"))
-        return reporting(count=len(list(ids)))
-
-    session(world, rebuild, batch=100)
-    assert lanes == [False, True, True]
+def test_two_workers_drain_one_lane_side_by_side(world: World) -> None:
+    """A hub's remnant leased by one worker does not keep a later edit's foci of the same lanes
+    from another."""
+    world.dirty.add([1, 5, 9], now_ms=1)
+    world.dirty.add([13, 17], now_ms=2)  # shard 1 too: a later edit
+    remnant = world.dirty.take(2, shard=1, wide_only=True, lease_ms=60_000)
+    assert [i for i, _ in remnant] == [1, 5]
+    seen: list[list[int]] = []
+    session(world, recording(seen), batch=100)
+    assert seen == [[9, 13, 17]]
+    assert world.dirty.done(remnant) == 2 and world.dirty.size() == 0
 
 
-def test_a_session_skips_shards_another_worker_holds(world: World) -> None:
+def test_a_session_skips_what_another_worker_leased_until_the_lease_expires(world: World) -> None:
     world.dirty.add(range(40), now_ms=1)
-    held = world.coordination.lock("drain:1", ttl_ms=60_000)
-    assert held.acquire()
+    dead = world.dirty.take(100, shard=1, lease_ms=5_000)  # its worker was killed
     seen: list[list[int]] = []
     session(world, recording(seen), batch=100)
     assert {i % 4 for batch in seen for i in batch} == {0, 2, 3}
-    assert [i for i, _ in world.dirty.take(100)] == sorted(range(1, 40, 4), key=str)
-    held.release()
+    assert world.dirty.size() == len(dead) == 10
+    world.now[0] += 5_000
     session(world, recording(seen), batch=100)
-    assert world.dirty.size() == 0
+    assert world.dirty.size() == 0 and sorted(seen[-1]) == sorted(i for i, _ in dead)
 
 
-def test_a_session_fills_a_batch_from_several_shards_and_lets_the_locks_go(world: World) -> None:
+def test_a_session_fills_a_batch_from_several_shards(world: World) -> None:
     world.dirty.add(range(8), now_ms=1)  # two foci in each of the 4 shards
     seen: list[list[int]] = []
     assert session(world, recording(seen), batch=100) == 8
     assert [sorted(batch) for batch in seen] == [list(range(8))]  # one batch, not one per shard
     world.dirty.add(range(8), now_ms=2)
     seen.clear()
-    assert session(world, recording(seen), batch=3) == 8
-    assert [len(batch) for batch in seen] == [3, 3, 2]
-    for shard in range(4):
-        assert world.coordination.lock(f"drain:{shard}", ttl_ms=1).acquire()
+    assert session(world, recording(seen), batch=12) == 8
+    assert [len(batch) for batch in seen] == [3, 3, 2]  # wide: a quarter of a batch at a time
+    world.dirty.add(range(8), now_ms=3, urgent=True)
+    seen.clear()
+    assert session(world, recording(seen), batch=5) == 8
+    assert [len(batch) for batch in seen] == [5, 3]
+
+
+def test_a_focus_dirtied_again_during_its_batch_is_rebuilt_again_by_the_next(world: World) -> None:
+    """``done`` lets go of the lease even of a focus it keeps: its new edit is not held back."""
+    world.dirty.add([5], now_ms=1)
+    seen: list[list[int]] = []
+
+    def rebuild(ids: Iterable[int]) -> RebuildReport:
+        if not seen:
+            world.dirty.add([5], now_ms=2)
+        return recording(seen)(ids)
+
+    session(world, rebuild, batch=10)
+    assert seen == [[5], [5]] and world.dirty.size() == 0
+
+
+def test_a_raced_focus_is_free_for_the_next_batch(world: World) -> None:
+    world.dirty.add([7, 8], now_ms=1)
+    seen: list[list[int]] = []
+
+    def rebuild(ids: Iterable[int]) -> RebuildReport:
+        seen.append(list(ids))
+        return reporting(count=len(seen[-1]), requeue=frozenset({8} if len(seen) == 1 else ()))
+
+    session(world, rebuild, batch=10)
+    assert seen == [[7, 8], [8]] and world.dirty.size() == 0
+
+
+def test_a_failed_batch_lets_go_of_its_leases(world: World) -> None:
+    world.dirty.add([1, 2, 3], now_ms=1)
+
+    def rebuild(ids: Iterable[int]) -> RebuildReport:
+        raise CacheUnavailable("redis went away")
+
+    with pytest.raises(CacheUnavailable):
+        session(world, rebuild, batch=10)
+    assert sorted(i for shard in range(4) for i, _ in world.dirty.take(10, shard=shard)) == [1, 2, 3]
+
+
+def test_an_urgent_edit_of_a_focus_in_a_wide_batch_is_taken_at_once(world: World) -> None:
+    world.dirty.add([1, 5], now_ms=1)
+    hub_batch = world.dirty.take(10, shard=1, lease_ms=60_000)
+    world.dirty.add([5], now_ms=2, urgent=True)  # the edit's own note, while the batch runs
+    seen: list[list[int]] = []
+    session(world, recording(seen), batch=10)
+    assert seen == [[5]]
+    assert world.dirty.done(hub_batch) == 1 and world.dirty.size() == 0
 
 
 def test_a_session_ends_when_nothing_is_settled(world: World) -> None:
     world.dirty.add([1], now_ms=world.clock())
     seen: list[list[int]] = []
-    drain_session(world.dirty, world.coordination, recording(seen), batch=10, debounce_ms=50,
-                  budget_s=60, clock_ms=world.clock, lock_ttl_ms=1_000)
+    drain_session(world.dirty, recording(seen), batch=10, debounce_ms=50, budget_s=60,
+                  clock_ms=world.clock, lease_ms=1_000)
     assert seen == [] and world.dirty.size() == 1

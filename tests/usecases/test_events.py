@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 from graphrag.core.errors import CacheUnavailable
-from service import tree_events
+from service import events, tree_events
 from service.decoding import decode_envelope
 from service.envelope import SnapshotKey
 from service.events import sibling_radius
@@ -105,6 +105,21 @@ def test_an_edits_children_and_referring_links_are_urgent_unless_it_is_a_hub(
     urgent, hub_affected = affected_foci([NoteEvent("note.updated", 10)], world.source, world.cache,
                                          sibling_radius=radius)
     assert not close & urgent and hub_affected == affected  # the same work, only later
+
+
+def test_a_small_edit_is_urgent_as_a_whole(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """So a hub's wide set dirtied before it never keeps a small edit's foci waiting."""
+    world.rebuild(live(world))
+    urgent, affected = affected_foci([NoteEvent("note.updated", 10)], world.source, world.cache,
+                                     sibling_radius=sibling_radius(world.strategies))
+    assert urgent < affected
+    monkeypatch.setattr(events, "SMALL_EDIT_FOCI", len(affected) - 1)
+    world.events(NoteEvent("note.updated", 10))
+    assert {i for i, _ in world.dirty.take(10_000, urgent_only=True)} == urgent
+    world.dirty.done(world.dirty.take(10_000))
+    monkeypatch.setattr(events, "SMALL_EDIT_FOCI", len(affected))
+    world.events(NoteEvent("note.updated", 10))
+    assert {i for i, _ in world.dirty.take(10_000, urgent_only=True)} == affected
 
 
 class _EditedBeforeTheWrite(CacheProxy):

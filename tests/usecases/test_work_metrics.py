@@ -27,8 +27,8 @@ def test_a_drain_session_counts_its_batches_and_how_long_each_focus_waited(world
     dirtied = world.clock()
     world.dirty.add([1, 2, 3], now_ms=dirtied, urgent=True)
     world.now[0] += 2_000  # the drain writes them two seconds after they were marked dirty
-    drain_session(world.dirty, world.coordination, world.rebuild, batch=100, debounce_ms=0,
-                  budget_s=60, clock_ms=world.clock, lock_ttl_ms=10_000,
+    drain_session(world.dirty, world.rebuild, batch=100, debounce_ms=0, budget_s=60,
+                  clock_ms=world.clock, lease_ms=10_000,
                   on_batch=observed(metrics, world.clock))
     got = samples(registry)
     assert got[("graphrag_drain_batches_total", ())] == 1
