@@ -213,6 +213,9 @@ class DirtyQueueContract:
         with backend_named(self.backend_name, connected=False) as backend:
             dirty = backend.dirty_queue(SHARDS)
             for call in (lambda: dirty.add([1], now_ms=1), lambda: dirty.take(1),
+                         lambda: dirty.take(1, shard=0, lease_ms=1_000),
+                         lambda: dirty.renew([(1, 1.0)], lease_ms=1_000),
+                         lambda: dirty.release([(1, 1.0)]),
                          lambda: dirty.done([(1, 1.0)]), dirty.size, dirty.ready):
                 with pytest.raises(CacheUnavailable):
                     call()

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable
 
 import pytest
 
 from graphrag.core.errors import CacheUnavailable
 from service.drain import drain_once, drain_session, drain_until, requeue
+from service.ports import Lease
 from service.rebuild import RebuildReport
 from tests.usecases.conftest import World
 
@@ -181,6 +183,26 @@ def test_a_raced_focus_is_free_for_the_next_batch(world: World) -> None:
 
     session(world, rebuild, batch=10)
     assert seen == [[7, 8], [8]] and world.dirty.size() == 0
+
+
+def test_a_batch_keeps_its_leases_alive_while_it_runs(world: World) -> None:
+    world.dirty.add([1, 5], now_ms=1)
+    held: list[Lease] = []
+
+    def hold(lease: Lease) -> contextlib.nullcontext[None]:
+        held.append(lease)  # the worker renews it from a thread (tasks.jobs.kept)
+        return contextlib.nullcontext()
+
+    def rebuild(ids: Iterable[int]) -> RebuildReport:
+        world.now[0] += 9_000
+        assert held[-1].renew()
+        world.now[0] += 9_000  # 18 s after the take: alive through the renewal only
+        assert world.dirty.take(10, shard=1) == []
+        return reporting(count=2)
+
+    assert drain_session(world.dirty, rebuild, batch=10, debounce_ms=0, budget_s=60,
+                         clock_ms=world.clock, lease_ms=10_000, hold=hold) == 2
+    assert world.dirty.size() == 0 and not held[-1].renew()  # done let them go
 
 
 def test_a_failed_batch_lets_go_of_its_leases(world: World) -> None:
