@@ -23,7 +23,6 @@ from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
-from graphrag.core.errors import GraphRagError
 from service.metrics import WorkMetrics
 from service.ports import DirtyQueue, Lease
 from service.rebuild import RebuildReport
@@ -215,13 +214,17 @@ class _Leased:
     def renew(self) -> bool:
         try:
             return self.dirty.renew(self.taken, lease_ms=self.lease_ms) > 0
-        except GraphRagError:
+        except Exception as error:  # Redis away or refusing: the keeper stops, logging it
+            log.warning("renewing a drain's leases failed: %s", error)
             return False
 
     def release(self) -> None:
-        with contextlib.suppress(GraphRagError):  # else they expire by themselves
+        """Never raises (it runs while another error propagates): what it cannot let go expires."""
+        try:
             if self.taken:
                 self.dirty.release(self.taken)
+        except Exception as error:  # whatever it is, the error already propagating matters more
+            log.warning("letting a drain's leases go failed (%s); they expire", error)
 
 
 def settles_in_s(dirtied_ms: float, *, debounce_ms: int, now_ms: int) -> float:

@@ -17,7 +17,8 @@ from service.drain import settles_in_s
 from service.note_event import NoteEvent
 from service.ports import DirtyQueue, NoteSource, SnapshotCache
 
-__all__ = ["SMALL_EDIT_FOCI", "outdate_shown", "record_events", "record_settling", "sibling_radius"]
+__all__ = ["SMALL_EDIT_FOCI", "outdate_shown", "record_events", "record_settling", "sibling_radius",
+           "urgent_foci"]
 
 Resolver = Callable[[Sequence[NoteEvent], NoteSource, SnapshotCache, int], tuple[set[int], set[int]]]
 #: Per graph model: (events, source, cache, sibling radius) -> (urgent foci, affected foci).
@@ -41,13 +42,18 @@ def record_events(events: Sequence[NoteEvent], notes: NoteSource, snapshots: Sna
                   dirty: DirtyQueue, *, sibling_radius: int, now_ms: int) -> set[int]:
     """Resolve, bump generations and mark dirty (urgent foci in the urgent lane, and all of a small
     edit's: a hub's wide set dirtied before never keeps them waiting); returns the affected ids."""
-    urgent, affected = RESOLVERS[notes.model](events, notes, snapshots, sibling_radius)
-    if len(affected) <= SMALL_EDIT_FOCI:
-        urgent = affected
+    close, affected = RESOLVERS[notes.model](events, notes, snapshots, sibling_radius)
+    urgent = urgent_foci(close, affected)
     snapshots.bump_generations(affected)
     dirty.add(affected - urgent, now_ms=now_ms)
     dirty.add(urgent, now_ms=now_ms, urgent=True)
     return affected
+
+
+def urgent_foci(close: set[int], affected: set[int]) -> set[int]:
+    """The foci of an edit that go into the urgent lane: those a resolver found close to the
+    edited notes, or all of them when they are at most :data:`SMALL_EDIT_FOCI`."""
+    return affected if len(affected) <= SMALL_EDIT_FOCI else close
 
 
 def record_settling(events: Sequence[NoteEvent], notes: NoteSource, snapshots: SnapshotCache,

@@ -136,7 +136,10 @@ class MemoryDirtySet:
             self.state.check()
             urgent, wide = self._lanes(shard, settled_before_ms)
             lanes = (urgent if not wide_only else []) + (wide if not urgent_only else [])
-            taken = [(i, s) for i, s in lanes if not self.state.live(self.state.leases.get(i))][:limit]
+            for i in [i for i, _ in lanes if i in self.state.leases]:
+                if not self.state.live(self.state.leases[i]):
+                    del self.state.leases[i]  # a dead lease met on the way (as in Redis)
+            taken = [(i, s) for i, s in lanes if i not in self.state.leases][:limit]
             expires = self.state.clock_ms() + lease_ms
             self.state.leases.update({i: (s, expires) for i, s in taken} if lease_ms else {})
             return taken

@@ -46,7 +46,7 @@ from kombu.connection import Connection
 from prometheus_client.parser import text_string_to_metric_families
 
 from ops.bench.helpers import percentile, ratio, say
-from service.events import RESOLVERS, sibling_radius
+from service.events import RESOLVERS, sibling_radius, urgent_foci
 from service.metrics import EDIT_STAGES
 from service.note_event import NoteEvent
 from worker.compose import Wiring
@@ -162,10 +162,13 @@ def broker_round_trip_ms(broker_url: str, count: int = ROUND_TRIPS) -> float:
 
 
 def _affected(wiring: Wiring, note_id: int) -> tuple[set[int], set[int]]:
-    """(urgent, all) foci a ``note.updated`` event of ``note_id`` affects, as the worker resolves."""
+    """(urgent, all) foci a ``note.updated`` event of ``note_id`` affects, as the worker resolves
+    and marks them dirty (a small edit's all urgent)."""
     event = NoteEvent.from_json({"type": "note.updated", "noteId": note_id})
     resolve = RESOLVERS[wiring.source.model]
-    return resolve([event], wiring.source, wiring.cache, sibling_radius(wiring.strategies()))
+    close, affected = resolve([event], wiring.source, wiring.cache,
+                              sibling_radius(wiring.strategies()))
+    return urgent_foci(close, affected), affected
 
 
 def typical_first(wiring: Wiring, pairs: Sequence[tuple[int, int]],

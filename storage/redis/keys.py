@@ -16,6 +16,7 @@ Layout (``<prefix>`` defaults to ``graphrag:v1``; tests pass their own to isolat
     <prefix>:seq                                                 global edit sequence (the edit race)
     <prefix>:dirty:{d<shard>}:urgent|wide                        sorted sets of focus ids to rebuild
     <prefix>:dirty:{d<shard>}:leases                             hash: ids a drain has in hand
+    <prefix>:dirty:shards                                        the shard count last re-homed for
     <prefix>:webhook:<webhook_id>                                replay guard of one webhook delivery
     <prefix>:progress:<name>                                     hash: progress of a full rebuild
     <prefix>:flag:<name>                                         short-lived coordination flags
@@ -122,6 +123,10 @@ class Keys:
         """``<prefix>:dirty:{d<shard>}:leases``: the ids of one shard a drain has in hand, each with
         its lease's expiry and the score it was taken with (the lanes' slot)."""
         return f"{self.prefix}:dirty:{{d{int(shard)}}}:leases"
+
+    def dirty_shards(self) -> str:
+        """``<prefix>:dirty:shards``: the shard count the dirty set was last re-homed for."""
+        return f"{self.prefix}:dirty:shards"
 
     def legacy_dirty(self) -> str:
         """``<prefix>:dirty``: the unsharded set of earlier versions (adopted into the shards)."""

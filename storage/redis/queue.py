@@ -14,9 +14,9 @@ Invariants the scripts keep:
   worker loses nothing and an edit during a rebuild is not forgotten;
 * a ``take`` with a lease puts what it returns in its drain's hands until the lease expires (Redis's
   clock), and no ``take`` returns an id under a live lease, so workers drain one lane side by side
-  without rebuilding the same ids; a lease belongs to the score it was taken with, so only that
-  drain's ``done``, renewal or release touches it, and an urgent add of a wide id lets go of it (the
-  edit's own note does not wait for the batch that holds it);
+  without rebuilding the same ids; a lease belongs to the score it was taken with, so only a
+  ``done``, renewal or release of that (id, score) pair touches it, and an urgent add of a wide id
+  lets go of it (a new edit's urgent foci do not wait for the batch that holds them);
 * every add changes the score of an id already there (to the add's clock, or to one above the held
   score when that clock is not ahead of it), so "unchanged since ``take``" means "not added since":
   two events whose clocks read the same millisecond, or a worker whose clock runs behind, cannot
@@ -163,24 +163,43 @@ class RedisDirtySet:
     def adopt(self) -> int:
         """Move ids of shards beyond today's count, or of the unsharded set of older versions, back
         into their shards, each with its own score (lost nothing: an id leaves its old key only
-        after it was added to its shard)."""
-        strays = [self.keys.legacy_dirty()] + [lane for s in range(self._shards, MAX_SHARDS)
-                                               for lane in self._lanes(s)]
-        counts = self._pipelined([("zcard", key) for key in strays])
+        after it was added to its shard); after a change of the count, those of today's shards
+        that belong to another shard now too."""
+        strays = [(self.keys.legacy_dirty(), None)] + [
+            (lane, s) for s in range(self._shards, MAX_SHARDS) for lane in self._lanes(s)]
+        counts = self._pipelined([("zcard", key) for key, _ in strays])
         moved = 0
-        for key, count in zip(strays, counts, strict=True):
+        for (key, shard), count in zip(strays, counts, strict=True):
             if int(count):
-                moved += self._move(key)
+                moved += self._move(key, shard)
+        return moved + self._rehome()
+
+    def _rehome(self) -> int:
+        """Once per change of the shard count (``<prefix>:dirty:shards`` keeps the last one this
+        ran with): move the ids of today's shards that now belong to another."""
+        marker = self.keys.dirty_shards()
+        with translated():
+            seen = self.redis.get(marker)
+        if seen is not None and int(seen) == self._shards:
+            return 0
+        moved = sum(self._move(lane, s) for s in range(self._shards) for lane in self._lanes(s))
+        with translated():
+            self.redis.set(marker, self._shards)
         return moved
 
-    def _move(self, key: str) -> int:
+    def _move(self, key: str, shard: int | None) -> int:
+        """Move the ids of ``key`` (a lane of ``shard``, or the unsharded set) that do not belong to
+        ``shard`` into their own; their leases there are dropped (a take elsewhere never meets them)."""
         with translated():
             rows: list[tuple[bytes, float]] = self.redis.zrange(key, 0, -1, withscores=True)
-        for member, score in rows:  # one by one: each keeps its own score
+        strays = [(member, score) for member, score in rows if self.shard_of(int(member)) != shard]
+        for member, score in strays:  # one by one: each keeps its own score
             self.add([int(member)], now_ms=int(score), urgent=key.endswith(":urgent"))
             with translated():
                 self.redis.zrem(key, member)
-        return len(rows)
+                if shard is not None:
+                    self.redis.hdel(self.keys.dirty_leases(shard), member)
+        return len(strays)
 
     def _pipelined(self, commands: Sequence[tuple[Any, ...]]) -> list[Any]:
         with translated():

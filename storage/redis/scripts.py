@@ -106,12 +106,12 @@ return 1
 # The dirty set's shard scripts: KEYS[1] the urgent lane, KEYS[2] the wide lane, KEYS[3] the shard's
 # leases (one hash tag), so an id is in at most one lane and moves between them atomically
 # (storage/redis/queue.py). A lease is a hash field id -> "<expires ms> <score taken>" (Redis's clock):
-# the id is in a drain's hands until then, and the score says which take it belongs to, so a later
-# drain's lease of the same id is never let go by an earlier one.
+# the id is in a drain's hands until then, and the score says which take it belongs to, so the lease
+# of a later take (of a later edit's score) is never let go by an earlier one.
 # An add gives an id already there a score above the one it holds (at least one more): every add
 # changes the score, so ``done`` (below) never mistakes an add for none, even one made with the same
 # clock reading as the add a drain took. An urgent add of an id in the wide lane also lets go of its
-# lease: an edit's own note is not kept waiting for a hub's wide batch that happens to hold it.
+# lease: a new edit's urgent foci are not kept waiting for a hub's wide batch that holds them.
 DIRTY_ADD_LUA = """
 local new = 0
 local now = tonumber(ARGV[1])

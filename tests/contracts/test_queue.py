@@ -200,6 +200,13 @@ class DirtyQueueContract:
         assert dirty.take(10, shard=1) == []
         assert dirty.done(dead) == 1 and dirty.size() == 0  # a slow drain's rebuild still counts
 
+    def test_a_take_deletes_the_dead_leases_it_meets(self, dirty: Any) -> None:
+        dirty.add([1], now_ms=1_000)
+        dead = dirty.take(10, shard=1, lease_ms=1)
+        time.sleep(0.05)
+        assert dirty.take(10, shard=1) == dead
+        assert dirty.renew(dead, lease_ms=60_000) == 0 and dirty.take(10, shard=1) == dead
+
     def test_a_lease_is_taken_from_one_shard(self, dirty: Any) -> None:
         with pytest.raises(ValueError, match="one shard"):
             dirty.take(10, lease_ms=1_000)
@@ -234,6 +241,20 @@ class RedisDirtyQueueContract(DirtyQueueContract):
         assert sorted(narrow.take(10, shard=1)) == [(5, 1_000.0), (9, 900.0)]
         assert narrow.take(10, shard=3) == [(7, 1_000.0)]
         assert narrow.size() == 4 and narrow.adopt() == 0
+
+    def test_ids_of_a_changed_shard_count_are_moved_to_their_shards(self, backend: Any) -> None:
+        two = backend.dirty_queue(2)
+        assert two.adopt() == 0
+        two.add([3, 4, 7], now_ms=1_000)  # shards 1, 0, 1 of two
+        two.add([5], now_ms=1_200, urgent=True)
+        assert [i for i, _ in two.take(10, shard=1, lease_ms=60_000)] == [5, 3, 7]
+        three = backend.dirty_queue(3)
+        assert three.adopt() == 3 and three.adopt() == 0  # 3, 4 and 5 live elsewhere among three
+        assert sorted(three.take(10, shard=0)) == [(3, 1_000.0)]
+        assert three.take(10, shard=1) == [(4, 1_000.0)]  # 7 stayed, and stays leased
+        assert three.take(10, shard=2, urgent_only=True) == [(5, 1_200.0)]
+        assert three.done([(3, 1_000.0), (4, 1_000.0), (7, 1_000.0), (5, 1_200.0)]) == 4
+        assert three.size() == 0
 
     def test_scripts_flushed_by_a_restart_are_loaded_again(self, backend: Any, dirty: Any) -> None:
         dirty.add([1], now_ms=1_000)

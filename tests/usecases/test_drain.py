@@ -216,6 +216,22 @@ def test_a_failed_batch_lets_go_of_its_leases(world: World) -> None:
     assert sorted(i for shard in range(4) for i, _ in world.dirty.take(10, shard=shard)) == [1, 2, 3]
 
 
+def test_a_failure_to_let_go_never_hides_the_batchs_own_error(
+    world: World, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    world.dirty.add([1], now_ms=1)
+
+    def refused(taken: object) -> int:
+        raise RuntimeError("BUSY")  # a Redis reply no adapter translates
+
+    def rebuild(ids: Iterable[int]) -> RebuildReport:
+        raise CacheUnavailable("redis went away")
+
+    monkeypatch.setattr(world.dirty, "release", refused)
+    with pytest.raises(CacheUnavailable):
+        session(world, rebuild, batch=10)
+
+
 def test_an_urgent_edit_of_a_focus_in_a_wide_batch_is_taken_at_once(world: World) -> None:
     world.dirty.add([1, 5], now_ms=1)
     hub_batch = world.dirty.take(10, shard=1, lease_ms=60_000)
