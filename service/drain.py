@@ -172,6 +172,7 @@ def _leased_batch(
     failure here), else at their expiry when the worker died."""
     urgent_shards, wide_shards = dirty.ready_lanes(settled_before_ms=settled_before_ms)
     taken: list[tuple[int, float]] = []
+    leased = _Leased(dirty, taken, lease_ms)  # sees what the fills below add
     try:
         _lease(dirty, taken, urgent_shards, batch, urgent=True, settled_before_ms=settled_before_ms,
                lease_ms=lease_ms)
@@ -181,10 +182,10 @@ def _leased_batch(
                    settled_before_ms=settled_before_ms, lease_ms=lease_ms)
         if not taken:
             return None
-        with hold(_Leased(dirty, taken, lease_ms)):
+        with hold(leased):
             result = _rebuilt(dirty, rebuild_ids, taken, now_ms=now_ms)
     except BaseException:
-        _Leased(dirty, taken, lease_ms).release()  # takeable again at once (the task retries)
+        leased.release()  # takeable again at once (the task retries)
         raise
     return dataclasses.replace(result, urgent=urgent)
 
