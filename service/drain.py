@@ -1,7 +1,7 @@
 """Draining the dirty set: rebuild dirty foci in batches and let go of them only once written.
 
 A drain *session* (:func:`drain_session`, what a worker's drain task runs) serves one batch at a
-time, filled from the shards in :meth:`DirtyQueue.ready_lanes` order (urgent lanes first) with ids
+time, filled from the shards in :meth:`DirtyQueue.ready_lanes` order (urgent, near, wide) with ids
 no other worker has leased: any number of workers drain side by side, even one shard's lane. The
 leases last one batch only, so between batches every session looks again for urgent work, and an
 edit's foci never wait for a batch that does not hold them.
@@ -24,7 +24,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 from service.metrics import WorkMetrics
-from service.ports import DirtyQueue, Lease
+from service.ports import LANES, DirtyQueue, Lane, Lease
 from service.rebuild import RebuildReport
 
 __all__ = ["DrainResult", "drain_once", "drain_session", "drain_until", "observed", "requeue",
@@ -42,7 +42,7 @@ WIDE_SHARE = 4
 class DrainResult:
     """One batch: foci taken, snapshots written, foci put back (raced an edit), per-note errors;
     ``dirtied_ms``: when each focus let go (fresh now) was last marked dirty (its score),
-    ``urgent``: whether the batch came from the urgent lanes, ``taken_ms`` when it was taken (the
+    ``lane``: the lane the batch came from, ``taken_ms`` when it was taken (the
     clock of the scores) and ``seconds``/``write_seconds`` its rebuild's wall time and the part
     of it spent writing."""
 
@@ -51,7 +51,7 @@ class DrainResult:
     requeued: int
     errors: int
     dirtied_ms: tuple[float, ...] = ()
-    urgent: bool = False
+    lane: Lane = "wide"
     taken_ms: int = 0
     seconds: float = 0.0
     write_seconds: float = 0.0
@@ -147,7 +147,7 @@ def observed(metrics: WorkMetrics, clock_ms: Callable[[], int]) -> Callable[[Dra
         metrics.rebuilt.labels("drain").inc(result.written)
         metrics.rebuild_errors.labels("drain").inc(result.errors)
         metrics.requeued.inc(result.requeued)
-        fresh, now_ms = metrics.fresh_s.labels("urgent" if result.urgent else "wide"), clock_ms()
+        fresh, now_ms = metrics.fresh_s.labels(result.lane), clock_ms()
         waited = metrics.stages.labels("debounce")
         for dirtied_ms in result.dirtied_ms:
             fresh.observe(max(0.0, now_ms - dirtied_ms) / 1000)
@@ -165,21 +165,17 @@ def _leased_batch(
 ) -> DrainResult | None:
     """One batch from as many ready shards as it takes to fill it, so a small edit touching foci of
     several shards is still one batch; what another worker leased is skipped, so workers share a
-    lane. Urgent ids make a batch of their own, gathered from the urgent lanes
-    (:meth:`DirtyQueue.ready_lanes`): the edits' nearest snapshots (and small edits' whole sets)
-    are written before any of the wide set is rebuilt, while another worker takes the wide ids, at
-    most ``batch // WIDE_SHARE`` at a time. Leases end with the batch: let go by ``done`` (or by a
-    failure here), else at their expiry when the worker died."""
-    urgent_shards, wide_shards = dirty.ready_lanes(settled_before_ms=settled_before_ms)
+    lane. A batch comes from one lane, the first of :data:`LANES` with free settled ids
+    (:meth:`DirtyQueue.ready_lanes`): the edits' closest snapshots are written first, in a batch of
+    their own, then the rest of the small edits' sets, before any of a large edit's wide set, whose
+    batches are at most ``batch // WIDE_SHARE``. Leases end with the batch: let go by ``done`` (or
+    by a failure here), else at their expiry when the worker died."""
+    ready = dirty.ready_lanes(settled_before_ms=settled_before_ms)
     taken: list[tuple[int, float]] = []
     leased = _Leased(dirty, taken, lease_ms)  # sees what the fills below add
     try:
-        _lease(dirty, taken, urgent_shards, batch, urgent=True, settled_before_ms=settled_before_ms,
-               lease_ms=lease_ms)
-        urgent = bool(taken)
-        if not urgent:  # nothing urgent is ready (or free): a wide batch
-            _lease(dirty, taken, wide_shards, max(1, batch // WIDE_SHARE), urgent=False,
-                   settled_before_ms=settled_before_ms, lease_ms=lease_ms)
+        lane = _lease(dirty, taken, ready, batch, settled_before_ms=settled_before_ms,
+                      lease_ms=lease_ms)
         if not taken:
             return None
         with hold(leased):
@@ -187,18 +183,23 @@ def _leased_batch(
     except BaseException:
         leased.release()  # takeable again at once (the task retries)
         raise
-    return dataclasses.replace(result, urgent=urgent)
+    return dataclasses.replace(result, lane=lane)
 
 
-def _lease(dirty: DirtyQueue, taken: list[tuple[int, float]], shards: Iterable[int], batch: int, *,
-           urgent: bool, settled_before_ms: float, lease_ms: int) -> None:
-    """Fill ``taken`` up to ``batch`` from one lane of ``shards`` after another, leasing it."""
-    for shard in shards:
-        if len(taken) >= batch:
-            return
-        taken += dirty.take(batch - len(taken), shard=shard, urgent_only=urgent,
-                            wide_only=not urgent, settled_before_ms=settled_before_ms,
-                            lease_ms=lease_ms)
+def _lease(dirty: DirtyQueue, taken: list[tuple[int, float]], ready: Iterable[Iterable[int]],
+           batch: int, *, settled_before_ms: float, lease_ms: int) -> Lane:
+    """Fill ``taken`` from the first lane that has free ids, shard after shard of ``ready`` (one
+    list per lane), leasing them; returns that lane."""
+    for lane, shards in zip(LANES, ready, strict=True):
+        limit = max(1, batch // WIDE_SHARE) if lane == "wide" else batch
+        for shard in shards:
+            if len(taken) >= limit:
+                break
+            taken += dirty.take(limit - len(taken), shard=shard, lanes=(lane,),
+                                settled_before_ms=settled_before_ms, lease_ms=lease_ms)
+        if taken:
+            return lane
+    return "wide"
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,10 +15,10 @@ from graphrag import get_strategy
 from service import tree_events, wiki_events
 from service.drain import settles_in_s
 from service.note_event import NoteEvent
-from service.ports import DirtyQueue, NoteSource, SnapshotCache
+from service.ports import DirtyQueue, Lane, NoteSource, SnapshotCache
 
-__all__ = ["SMALL_EDIT_FOCI", "outdate_shown", "record_events", "record_settling", "sibling_radius",
-           "urgent_foci"]
+__all__ = ["SMALL_EDIT_FOCI", "edit_lanes", "outdate_shown", "record_events", "record_settling",
+           "sibling_radius"]
 
 Resolver = Callable[[Sequence[NoteEvent], NoteSource, SnapshotCache, int], tuple[set[int], set[int]]]
 #: Per graph model: (events, source, cache, sibling radius) -> (urgent foci, affected foci).
@@ -34,26 +34,29 @@ def sibling_radius(strategies: Iterable[str]) -> int:
     return max((get_strategy(s).sibling_radius for s in strategies), default=0)
 
 
-#: An edit affecting at most this many foci is urgent as a whole (docs/architecture.md, "Draining").
+#: An edit affecting at most this many foci is *small*: those not close to its notes wait in the near
+#: lane, ahead of every large edit's wide set (docs/architecture.md, "Draining").
 SMALL_EDIT_FOCI = 32
 
 
 def record_events(events: Sequence[NoteEvent], notes: NoteSource, snapshots: SnapshotCache,
                   dirty: DirtyQueue, *, sibling_radius: int, now_ms: int) -> set[int]:
-    """Resolve, bump generations and mark dirty (urgent foci in the urgent lane, and all of a small
-    edit's: a hub's wide set dirtied before never keeps them waiting); returns the affected ids."""
+    """Resolve, bump generations and mark dirty, each focus in its lane (:func:`edit_lanes`), the
+    least urgent first; returns the affected ids."""
     close, affected = RESOLVERS[notes.model](events, notes, snapshots, sibling_radius)
-    urgent = urgent_foci(close, affected)
     snapshots.bump_generations(affected)
-    dirty.add(affected - urgent, now_ms=now_ms)
-    dirty.add(urgent, now_ms=now_ms, urgent=True)
+    for lane, foci in reversed(edit_lanes(close, affected).items()):
+        dirty.add(foci, now_ms=now_ms, lane=lane)
     return affected
 
 
-def urgent_foci(close: set[int], affected: set[int]) -> set[int]:
-    """The foci of an edit that go into the urgent lane: those a resolver found close to the
-    edited notes, or all of them when they are at most :data:`SMALL_EDIT_FOCI`."""
-    return affected if len(affected) <= SMALL_EDIT_FOCI else close
+def edit_lanes(close: set[int], affected: set[int]) -> dict[Lane, set[int]]:
+    """The lanes of an edit's foci, most urgent first: *urgent* those a resolver found close to the
+    edited notes; the rest *near* when they are at most :data:`SMALL_EDIT_FOCI` in all (a hub's
+    wide set dirtied before never keeps them waiting), else *wide*."""
+    rest = affected - close
+    small = len(affected) <= SMALL_EDIT_FOCI
+    return {"urgent": close, "near": rest if small else set(), "wide": set() if small else rest}
 
 
 def record_settling(events: Sequence[NoteEvent], notes: NoteSource, snapshots: SnapshotCache,

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from service.ports import LANES
+
 __all__ = ["EDIT_STAGES", "TOKEN_OUTCOMES", "CdcMetrics", "ReaderMetrics", "WorkMetrics",
            "edit_stages", "http_responses", "token_lookups"]
 
@@ -133,7 +135,8 @@ class CdcMetrics:
 class WorkMetrics:
     """What a worker process counts: drain batches, snapshots rebuilt by path (``drain``: the dirty
     set; ``full``: a full rebuild's pieces), and how long a focus waited from dirty to fresh, by the
-    lane of its batch (``urgent``: the edited notes and what they name; ``wide``: the rest)."""
+    lane of its batch (``urgent``: the edited notes and the foci that show them first; ``near``:
+    the rest of a small edit's foci; ``wide``: the rest of a large edit's)."""
 
     drain_batches: Counter
     rebuilt: Counter
@@ -164,7 +167,7 @@ class WorkMetrics:
         for path in ("drain", "full"):
             metrics.rebuilt.labels(path)
             metrics.rebuild_errors.labels(path)
-        for lane in ("urgent", "wide"):
+        for lane in LANES:
             metrics.fresh_s.labels(lane)
         return metrics
 

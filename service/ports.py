@@ -29,18 +29,20 @@ import random
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from service.binding import DatabaseIdentity
 from service.envelope import Envelope, Fact, SnapshotKey
 
 __all__ = [
+    "LANES",
     "ChangeListener",
     "Coordination",
     "Cursor",
     "DirtyQueue",
     "FeedBeat",
     "FeedHeartbeat",
+    "Lane",
     "Lease",
     "Loader",
     "NoteSource",
@@ -231,16 +233,23 @@ class Coordination(Protocol):
         """Whether a delivery id was claimed within its window."""
 
 
+#: A lane of the dirty set (:class:`DirtyQueue`).
+Lane = Literal["urgent", "near", "wide"]
+#: The lanes, in the order drains serve them.
+LANES: tuple[Lane, ...] = ("urgent", "near", "wide")
+
+
 class DirtyQueue(Protocol):
-    """Foci waiting for a rebuild, in ``shards`` shards of two lanes; an id leaves only after its
+    """Foci waiting for a rebuild, in ``shards`` shards of three lanes; an id leaves only after its
     rebuild was written (docs/architecture.md, "Draining").
 
     Each id lives in one shard (``shard_of``) and, there, in one lane: *urgent* (the edited notes
-    and what they name) or *wide* (the rest of the affected set). A drain serves the urgent lanes
-    before the wide ones. A drain *leases* what it takes: until the lease expires (the store's
-    clock) no other take returns those ids, so any number of workers drain one lane side by side.
-    A lease belongs to the (id, score) pair taken: only :meth:`done`, :meth:`renew` and
-    :meth:`release` with that pair touch it, and an urgent add of a wide id lets go of it.
+    and the foci that show them first), *near* (the rest of a small edit's affected set) or *wide*
+    (the rest of a large one's). A drain serves the urgent lanes, then the near ones, then the wide
+    ones. A drain *leases* what it takes: until the lease expires (the store's clock) no other take
+    returns those ids, so any number of workers drain one lane side by side. A lease belongs to the
+    (id, score) pair taken: only :meth:`done`, :meth:`renew` and :meth:`release` with that pair
+    touch it, and an add that moves an id to a more urgent lane lets go of it.
     """
 
     @property
@@ -250,28 +259,28 @@ class DirtyQueue(Protocol):
     def shard_of(self, note_id: int) -> int:
         """The shard ``note_id`` lives in."""
 
-    def add(self, note_ids: Iterable[int], *, now_ms: int, urgent: bool = False) -> int:
-        """Mark dirty, scored ``now_ms``; how many were new. An id already there always gets a new
-        score: ``now_ms``, or one above its score when ``now_ms`` is not ahead of it, so
-        :meth:`done` with a score taken before the add keeps it. ``urgent`` moves it to the urgent
-        lane, and an id already there stays."""
+    def add(self, note_ids: Iterable[int], *, now_ms: int, lane: Lane = "wide") -> int:
+        """Mark dirty in ``lane``, scored ``now_ms``; how many were new. An id already there always
+        gets a new score: ``now_ms``, or one above its score when ``now_ms`` is not ahead of it, so
+        :meth:`done` with a score taken before the add keeps it. An id already in a more urgent
+        lane stays there; one in a less urgent lane moves to ``lane``."""
 
     def ready(self, *, settled_before_ms: float = float("inf")) -> list[int]:
         """Shards holding ids dirtied before ``settled_before_ms``: those with urgent ids first
-        (oldest first), then the rest by their oldest id."""
+        (oldest first), then those with near ids, then the rest, each by its lane's oldest id."""
 
-    def ready_lanes(self, *, settled_before_ms: float = float("inf")) -> tuple[list[int], list[int]]:
-        """(shards whose urgent lane holds ids dirtied before ``settled_before_ms``, shards whose
-        wide lane does), each by its lane's oldest id."""
+    def ready_lanes(self, *, settled_before_ms: float = float("inf"),
+                    ) -> tuple[list[int], list[int], list[int]]:
+        """For each of :data:`LANES`, the shards whose lane holds ids dirtied before
+        ``settled_before_ms``, by the lane's oldest id."""
 
     def take(self, limit: int, *, shard: int | None = None,
-             settled_before_ms: float = float("inf"), urgent_only: bool = False,
-             wide_only: bool = False, lease_ms: int = 0) -> list[tuple[int, float]]:
+             settled_before_ms: float = float("inf"), lanes: Sequence[Lane] = LANES,
+             lease_ms: int = 0) -> list[tuple[int, float]]:
         """Up to ``limit`` (id, score) pairs dirtied before ``settled_before_ms`` and under no live
-        lease, kept in the set: the oldest urgent ones first, the batch filled up with the oldest
-        wide ones (of one shard, or with ``shard=None`` of every shard); ``urgent_only``: no wide
-        ones, ``wide_only``: no urgent ones; ``lease_ms``: lease them for that long (one shard
-        only; ValueError with ``shard=None``)."""
+        lease, kept in the set: the oldest of the first of ``lanes`` first, the batch filled up from
+        the next (of one shard, or with ``shard=None`` of every shard); ``lease_ms``: lease them for
+        that long (one shard only; ValueError with ``shard=None``)."""
 
     def renew(self, taken: Sequence[tuple[int, float]], *, lease_ms: int) -> int:
         """Extend the leases of the pairs still leased with their score to ``lease_ms`` from now;

@@ -74,7 +74,7 @@ def _families() -> dict[str, GaugeMetricFamily]:
 
     run = ("run",)
     return {
-        "backlog": gauge("dirty_backlog", "Foci waiting in the dirty set (both lanes, every shard)"),
+        "backlog": gauge("dirty_backlog", "Foci waiting in the dirty set (every lane and shard)"),
         "oldest": gauge("dirty_oldest_seconds", "Seconds since the longest-waiting focus was marked "
                         "dirty (0: none waits)"),
         "running": gauge("full_rebuild_running", "1 while the last full rebuild has not finished",

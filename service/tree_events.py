@@ -47,7 +47,8 @@ _NOT_MOVES = _SUBTREE_TYPES | {"note.created"}  # a new note has nothing below i
 #: The most notes one edit's subtree scope walks (a delete, restore or move of a bigger subtree).
 SCOPE_LIMIT = 10_000
 #: An edited note with more children (or referring link notes) than this is a hub: its children's
-#: snapshots wait in the wide lane, so that one hub edit cannot fill the urgent lane.
+#: snapshots wait behind the urgent lane, so that one hub edit cannot fill it; so do the nearest
+#: siblings of edited notes when the events have more of them than this.
 CLOSE_LIMIT = 32
 
 
@@ -141,10 +142,11 @@ def affected_foci(events: Sequence[NoteEvent], notes: NoteSource, snapshots: Sna
     and the scope below moved ones.
 
     The urgent ones are the edited notes, the parents and targets they name (before and after),
-    and — unless there are more than :data:`CLOSE_LIMIT` — their children and the link notes
-    pointing at them: the snapshots that show an edited note first, rebuilt in a batch of their own
-    before the rest (docs/architecture.md, "Draining"). What a move reaches below the moved note
-    waits in the wide lane.
+    and, among the foci whose snapshots show an edited note, its children and the link notes
+    pointing at it (unless a note has more than :data:`CLOSE_LIMIT` of either) and its nearest
+    siblings (unless the events have more than :data:`CLOSE_LIMIT` of them): the snapshots that
+    show an edited note first, rebuilt in a batch of their own before the rest
+    (docs/architecture.md, "Draining"). What a move reaches below the moved note is never urgent.
     """
     events = [e for e in events if e.note_id is not None]  # the tree has only note events
     edited = {e.note_id for e in events if e.note_id is not None}
@@ -157,4 +159,5 @@ def affected_foci(events: Sequence[NoteEvent], notes: NoteSource, snapshots: Sna
     refs, near, close = _neighbours(notes, edited, events, sibling_radius)
     dependents = snapshots.dependents(edited)
     around = _around(notes, snapshots, below, sibling_radius) if below else set()
-    return edited | refs | (close & dependents), edited | refs | near | dependents | around
+    shown_first = close | (near if len(near) <= CLOSE_LIMIT else set())
+    return edited | refs | (shown_first & dependents), edited | refs | near | dependents | around

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from graphrag.core.errors import CacheUnavailable
 from service.envelope import Fact, SnapshotKey
-from service.ports import FeedBeat
+from service.ports import LANES, FeedBeat, Lane
 
 __all__ = [
     "MemoryCoordination",
@@ -53,7 +53,7 @@ class MemoryState:
     seq: int = 0
     last_us: int = 0
     dirty: dict[int, float] = field(default_factory=dict)
-    urgent: set[int] = field(default_factory=set)
+    lanes: dict[int, Lane] = field(default_factory=dict)  # id -> its lane
     leases: dict[int, tuple[float, int]] = field(default_factory=dict)  # id -> (score, expires ms)
     expiring: dict[str, tuple[str, int]] = field(default_factory=dict)
     progress: dict[str, dict[str, int | str]] = field(default_factory=dict)
@@ -94,7 +94,7 @@ class MemoryDirtySet:
     def shard_of(self, note_id: int) -> int:
         return int(note_id) % self._shards
 
-    def add(self, note_ids: Iterable[int], *, now_ms: int, urgent: bool = False) -> int:
+    def add(self, note_ids: Iterable[int], *, now_ms: int, lane: Lane = "wide") -> int:
         with self.state.lock:
             self.state.check()
             new = 0
@@ -103,43 +103,49 @@ class MemoryDirtySet:
                 new += held is None
                 # an add always changes a held score (storage/redis/queue.py)
                 self.state.dirty[i] = float(now_ms if held is None or held < now_ms else held + 1)
-                if urgent and held is not None and i not in self.state.urgent:
-                    self.state.leases.pop(i, None)  # a wide id's lease (storage/redis/scripts.py)
-                if urgent:
-                    self.state.urgent.add(i)
+                self._move(i, lane, fresh=held is None)
             return new
 
-    def _lanes(self, shard: int | None, settled_before_ms: float) -> tuple[list[tuple[int, float]], ...]:
+    def _move(self, note_id: int, lane: Lane, *, fresh: bool) -> None:
+        """Put ``note_id`` in the more urgent of its lane and ``lane``; moved, it loses its lease
+        (storage/redis/scripts.py)."""
+        at = LANES.index(self.state.lanes.get(note_id, "wide"))
+        if fresh or LANES.index(lane) < at:
+            self.state.lanes[note_id] = lane
+            if not fresh:
+                self.state.leases.pop(note_id, None)
+
+    def _lanes(self, shard: int | None, settled_before_ms: float) -> list[list[tuple[int, float]]]:
         pairs = sorted(((i, s) for i, s in self.state.dirty.items() if s <= settled_before_ms
                         and (shard is None or self.shard_of(i) == shard)),
                        key=lambda pair: (pair[1], str(pair[0])))
-        urgent = [p for p in pairs if p[0] in self.state.urgent]
-        return urgent, [p for p in pairs if p[0] not in self.state.urgent]
+        return [[p for p in pairs if self.state.lanes.get(p[0], "wide") == lane] for lane in LANES]
 
     def ready(self, *, settled_before_ms: float = float("inf")) -> list[int]:
-        urgent, wide = self.ready_lanes(settled_before_ms=settled_before_ms)
-        return list(dict.fromkeys(urgent + wide))
+        urgent, near, wide = self.ready_lanes(settled_before_ms=settled_before_ms)
+        return list(dict.fromkeys(urgent + near + wide))
 
-    def ready_lanes(self, *, settled_before_ms: float = float("inf")) -> tuple[list[int], list[int]]:
+    def ready_lanes(self, *, settled_before_ms: float = float("inf"),
+                    ) -> tuple[list[int], list[int], list[int]]:
         with self.state.lock:
             self.state.check()
-            lanes = self._lanes(None, settled_before_ms)
-            urgent, wide = ([self.shard_of(i) for i, _ in lane] for lane in lanes)
-            return list(dict.fromkeys(urgent)), list(dict.fromkeys(wide))
+            urgent, near, wide = (list(dict.fromkeys(self.shard_of(i) for i, _ in lane))
+                                  for lane in self._lanes(None, settled_before_ms))
+            return urgent, near, wide
 
     def take(self, limit: int, *, shard: int | None = None,
-             settled_before_ms: float = float("inf"), urgent_only: bool = False,
-             wide_only: bool = False, lease_ms: int = 0) -> list[tuple[int, float]]:
+             settled_before_ms: float = float("inf"), lanes: Sequence[Lane] = LANES,
+             lease_ms: int = 0) -> list[tuple[int, float]]:
         if shard is None and lease_ms:
             raise ValueError("a lease is taken from one shard at a time")
         with self.state.lock:
             self.state.check()
-            urgent, wide = self._lanes(shard, settled_before_ms)
-            lanes = (urgent if not wide_only else []) + (wide if not urgent_only else [])
-            for i in [i for i, _ in lanes if i in self.state.leases]:
+            by_lane = dict(zip(LANES, self._lanes(shard, settled_before_ms), strict=True))
+            pairs = [pair for lane in lanes for pair in by_lane[lane]]
+            for i in [i for i, _ in pairs if i in self.state.leases]:
                 if not self.state.live(self.state.leases[i]):
                     del self.state.leases[i]  # a dead lease met on the way (as in Redis)
-            taken = [(i, s) for i, s in lanes if i not in self.state.leases][:limit]
+            taken = [(i, s) for i, s in pairs if i not in self.state.leases][:limit]
             expires = self.state.clock_ms() + lease_ms
             self.state.leases.update({i: (s, expires) for i, s in taken} if lease_ms else {})
             return taken
@@ -171,7 +177,7 @@ class MemoryDirtySet:
             gone = [i for i, s in taken if self.state.dirty.get(i) == s]
             for i in gone:
                 del self.state.dirty[i]
-                self.state.urgent.discard(i)
+                self.state.lanes.pop(i, None)
             return len(gone)
 
     def size(self) -> int:

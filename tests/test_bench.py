@@ -183,8 +183,11 @@ def test_the_slowest_edits_say_their_width_and_the_edit_before() -> None:
     foci = [({9}, {9, 90, 91, 92, 93}), ({1, 10}, {1, 10}), ({2}, {2, 20, 21, 22}),
             ({3, 30}, {3, 30, 31})]
     lines = slowest_lines(pairs, foci, [90.0, 400.0, 150.0], count=2)
-    assert lines == ["400 ms: 1/4 foci, watched wide, after an edit of 2",
+    assert lines == ["400 ms: 1/4 foci, watched near, after an edit of 2",
                      "150 ms: 2/3 foci, watched urgent, after an edit of 4"]
+    hub = [foci[0], ({1}, {1, 10, *range(100, 140)})]  # more than a small edit's foci
+    assert slowest_lines(pairs[:2], hub, [90.0], count=1) == [
+        "90 ms: 1/42 foci, watched wide, after an edit of 5"]
     assert slowest_lines(pairs[:2], foci[:2], [90.0], count=4) == [
         "90 ms: 2/2 foci, watched urgent, after an edit of 5"]
 

@@ -38,7 +38,7 @@ __all__ = ["drain_throughput", "scale_section"]
 
 _WARMUP_NOTES = 400
 _TIMEOUT_S = 600.0
-#: How often the end of a drain is polled: 32 ``ZCARD`` (16 shards, two lanes) per poll; every
+#: How often the end of a drain is polled: 48 ``ZCARD`` (16 shards, three lanes) per poll; every
 #: 10 ms that took a tenth of a core from the processes measured (bench and Redis), on 2 cores.
 #: 50 ms costs at most 0.5% of a 10-s drain in resolution.
 _POLL_S = 0.05

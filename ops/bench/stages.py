@@ -28,7 +28,7 @@ debounce): the p95 edit is often a wide one, whose own floor is several times th
 edit's time runs until its watched focus shows the edit, where its own floor rebuilds all its
 foci, so for a wide edit the ratio understates; it is absent (NaN) when an edit timed out (the
 samples no longer line up with the edits). ``slowest_edits`` says, for the slowest few, how
-many foci the edit affected (urgent / all), whether the focus watched was among the urgent ones,
+many foci the edit affected (urgent / all), the lane of the focus watched (urgent, near, wide),
 and how many the edit before it affected (its wide foci may still have been draining).
 """
 
@@ -46,7 +46,7 @@ from kombu.connection import Connection
 from prometheus_client.parser import text_string_to_metric_families
 
 from ops.bench.helpers import percentile, ratio, say
-from service.events import RESOLVERS, sibling_radius, urgent_foci
+from service.events import RESOLVERS, SMALL_EDIT_FOCI, edit_lanes, sibling_radius
 from service.metrics import EDIT_STAGES
 from service.note_event import NoteEvent
 from worker.compose import Wiring
@@ -163,12 +163,12 @@ def broker_round_trip_ms(broker_url: str, count: int = ROUND_TRIPS) -> float:
 
 def _affected(wiring: Wiring, note_id: int) -> tuple[set[int], set[int]]:
     """(urgent, all) foci a ``note.updated`` event of ``note_id`` affects, as the worker resolves
-    and marks them dirty (a small edit's all urgent)."""
+    and marks them dirty (service.events.edit_lanes)."""
     event = NoteEvent.from_json({"type": "note.updated", "noteId": note_id})
     resolve = RESOLVERS[wiring.source.model]
     close, affected = resolve([event], wiring.source, wiring.cache,
                               sibling_radius(wiring.strategies()))
-    return urgent_foci(close, affected), affected
+    return edit_lanes(close, affected)["urgent"], affected
 
 
 def typical_first(wiring: Wiring, pairs: Sequence[tuple[int, int]],
@@ -187,7 +187,7 @@ def typical_first(wiring: Wiring, pairs: Sequence[tuple[int, int]],
 def slowest_edits(wiring: Wiring, pairs: Sequence[tuple[int, int]], latencies_ms: Sequence[float],
                   count: int = 4) -> list[str]:
     """One line for each of the ``count`` slowest of edits made one after another: its time, its
-    affected foci (urgent / all), whether its watched focus was urgent, and how many foci the edit
+    affected foci (urgent / all), its watched focus's lane, and how many foci the edit
     before it affected (whose wide foci may still have been draining). ``pairs`` starts with that
     edit before the first timed one (``latencies_ms`` times ``pairs[1:]``)."""
     foci = [_affected(wiring, edited) for edited, _ in pairs[:len(latencies_ms) + 1]]
@@ -202,8 +202,13 @@ def slowest_lines(pairs: Sequence[tuple[int, int]], foci: Sequence[tuple[set[int
     and ``foci`` start with the edit before the first of ``latencies_ms``."""
     order = sorted(range(len(latencies_ms)), key=lambda i: -latencies_ms[i])[:count]
     return [f"{latencies_ms[i]:.0f} ms: {len(foci[i + 1][0])}/{len(foci[i + 1][1])} foci, watched "
-            f"{'urgent' if pairs[i + 1][1] in foci[i + 1][0] else 'wide'}, after an edit of "
+            f"{_lane(pairs[i + 1][1], *foci[i + 1])}, after an edit of "
             f"{len(foci[i][1])}" for i in order]
+
+
+def _lane(focus: int, urgent: set[int], affected: set[int]) -> str:
+    """The lane the drain takes ``focus`` from, of an edit with those foci."""
+    return "urgent" if focus in urgent else "near" if len(affected) <= SMALL_EDIT_FOCI else "wide"
 
 
 def rebuild_ms(wiring: Wiring, edited: Sequence[int]) -> list[float]:

@@ -14,7 +14,7 @@ Layout (``<prefix>`` defaults to ``graphrag:v1``; tests pass their own to isolat
     <prefix>:lock:{<note_id>}:<strategy>:<seed>[:<tokenLimit>]   short live-compute lock of one snapshot
     <prefix>:refresh:{<note_id>}                                 "a refresh is queued" marker
     <prefix>:seq                                                 global edit sequence (the edit race)
-    <prefix>:dirty:{d<shard>}:urgent|wide                        sorted sets of focus ids to rebuild
+    <prefix>:dirty:{d<shard>}:urgent|near|wide                   sorted sets of focus ids to rebuild
     <prefix>:dirty:{d<shard>}:leases                             hash: ids a drain has in hand
     <prefix>:dirty:shards                                        the shard count last re-homed for
     <prefix>:webhook:<webhook_id>                                replay guard of one webhook delivery
@@ -114,10 +114,10 @@ class Keys:
         """``<prefix>:seq``: the global edit sequence counter."""
         return f"{self.prefix}:seq"
 
-    def dirty(self, shard: int, *, urgent: bool) -> str:
-        """``<prefix>:dirty:{d<shard>}:urgent|wide``: one lane of one shard of the foci waiting for
-        a rebuild (both lanes of a shard in one slot)."""
-        return f"{self.prefix}:dirty:{{d{int(shard)}}}:{'urgent' if urgent else 'wide'}"
+    def dirty(self, shard: int, lane: str) -> str:
+        """``<prefix>:dirty:{d<shard>}:urgent|near|wide``: one lane of one shard of the foci
+        waiting for a rebuild (every lane of a shard in one slot)."""
+        return f"{self.prefix}:dirty:{{d{int(shard)}}}:{lane}"
 
     def dirty_leases(self, shard: int) -> str:
         """``<prefix>:dirty:{d<shard>}:leases``: the ids of one shard a drain has in hand, each with

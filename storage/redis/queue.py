@@ -1,29 +1,30 @@
 """The dirty set: focus ids waiting for a rebuild, in Redis, surviving any worker crash.
 
 Sharded so several workers drain at once (docs/architecture.md, "Draining"): note ``F`` lives in
-shard ``F mod K``, and each shard is two sorted sets scored by the time an id was (last) dirtied,
-the *urgent* lane (the edited notes and what they name) and the *wide* lane (the rest of an edit's
-affected set). Both lanes of a shard share the hash tag ``{d<shard>}``, so every script below
-touches one Redis Cluster slot.
+shard ``F mod K``, and each shard is three sorted sets scored by the time an id was (last) dirtied,
+the *urgent* lane (the edited notes and the foci showing them first), the *near* lane (the rest of a
+small edit's affected set) and the *wide* lane (the rest of a large one's). The lanes of a shard
+share the hash tag ``{d<shard>}``, so every script below touches one Redis Cluster slot.
 
 Invariants the scripts keep:
 
-* an id is in at most one lane of its shard: an urgent add moves it out of the wide lane, and a
-  wide add of an id already urgent only updates its urgent score;
+* an id is in at most one lane of its shard: an add into a more urgent lane moves it there, and
+  an add into a less urgent one only updates its score where it is;
 * an id is removed only by ``done`` and only if its score is unchanged since ``take``, so a killed
   worker loses nothing and an edit during a rebuild is not forgotten;
 * a ``take`` with a lease puts what it returns in its drain's hands until the lease expires (Redis's
   clock), and no ``take`` returns an id under a live lease, so workers drain one lane side by side
   without rebuilding the same ids; a lease belongs to the score it was taken with, so only a
-  ``done``, renewal or release of that (id, score) pair touches it, and an urgent add of a wide id
-  lets go of it (a new edit's urgent foci do not wait for the batch that holds them);
+  ``done``, renewal or release of that (id, score) pair touches it, and an add that moves an id to
+  a more urgent lane lets go of it (a new edit's close foci do not wait for the batch that holds
+  them);
 * every add changes the score of an id already there (to the add's clock, or to one above the held
   score when that clock is not ahead of it), so "unchanged since ``take``" means "not added since":
   two events whose clocks read the same millisecond, or a worker whose clock runs behind, cannot
   make an add look like none;
-* ``take`` reads the urgent lane first and fills the batch up with wide ids (none with
-  ``urgent_only``, which the drains use to write the urgent ids as a batch of their own), so a hub's
-  thousands of dependents never delay the next edit's own note by more than one batch.
+* ``take`` reads the lanes it is given in their order, filling the batch up from the next (the
+  drains take one lane at a time, so the urgent ids are written as a batch of their own), so a
+  hub's thousands of dependents never delay the next edit's own note by more than one batch.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from typing import Any
 
 from redis.exceptions import NoScriptError
 
+from service.ports import LANES, Lane
 from storage.redis.client import evalsha, translated
 from storage.redis.keys import Keys
 from storage.redis.scripts import DIRTY_ADD_LUA, DIRTY_DONE_LUA, DIRTY_LEASE_LUA, DIRTY_TAKE_LUA
@@ -58,8 +60,18 @@ def _score_arg(value: float) -> str:
     return "+inf" if value == float("inf") else repr(float(value))
 
 
+def _indexes(lanes: Sequence[Lane]) -> str:
+    """The take script's lane argument: the lanes' indexes (from 1), in order."""
+    return "".join(str(LANES.index(lane) + 1) for lane in lanes)
+
+
+def _lane_of(key: str) -> Lane:
+    """The lane a dirty key holds (the unsharded set of older versions: wide)."""
+    return next((lane for lane in LANES if key.endswith(f":{lane}")), "wide")
+
+
 class RedisDirtySet:
-    """:class:`service.ports.DirtyQueue` on ``shards`` pairs of sorted sets; one round trip per call
+    """:class:`service.ports.DirtyQueue` on ``shards`` triples of sorted sets; one round trip per call
     (a pipeline across shards)."""
 
     def __init__(self, client: Any, keys: Keys, *, shards: int = 16) -> None:
@@ -75,8 +87,8 @@ class RedisDirtySet:
     def shard_of(self, note_id: int) -> int:
         return int(note_id) % self._shards
 
-    def _lanes(self, shard: int) -> tuple[str, str]:
-        return self.keys.dirty(shard, urgent=True), self.keys.dirty(shard, urgent=False)
+    def _lanes(self, shard: int) -> tuple[str, ...]:
+        return tuple(self.keys.dirty(shard, lane) for lane in LANES)
 
     def _shard_keys(self, shard: int) -> tuple[str, ...]:
         return (*self._lanes(shard), self.keys.dirty_leases(shard))
@@ -87,47 +99,47 @@ class RedisDirtySet:
             groups.setdefault(self.shard_of(i), []).append(int(i))
         return groups
 
-    def add(self, note_ids: Iterable[int], *, now_ms: int, urgent: bool = False) -> int:
+    def add(self, note_ids: Iterable[int], *, now_ms: int, lane: Lane = "wide") -> int:
         groups = self._by_shard(note_ids)
-        calls = [(0, self._shard_keys(s), [now_ms, int(urgent), *ids]) for s, ids in groups.items()]
+        index = LANES.index(lane) + 1
+        calls = [(0, self._shard_keys(s), [now_ms, index, *ids]) for s, ids in groups.items()]
         return sum(int(r) for r in self._scripts(calls))
 
     def ready(self, *, settled_before_ms: float = float("inf")) -> list[int]:
-        urgent, wide = self.ready_lanes(settled_before_ms=settled_before_ms)
-        return list(dict.fromkeys(urgent + wide))
+        urgent, near, wide = self.ready_lanes(settled_before_ms=settled_before_ms)
+        return list(dict.fromkeys(urgent + near + wide))
 
-    def ready_lanes(self, *, settled_before_ms: float = float("inf")) -> tuple[list[int], list[int]]:
+    def ready_lanes(self, *, settled_before_ms: float = float("inf"),
+                    ) -> tuple[list[int], list[int], list[int]]:
         heads = self._pipelined([("zrange", lane, 0, 0) for s in range(self._shards)
                                  for lane in self._lanes(s)])
-        urgent: list[tuple[float, int]] = []
-        wide: list[tuple[float, int]] = []
-        for s in range(self._shards):
-            for lane, rows in ((urgent, heads[2 * s]), (wide, heads[2 * s + 1])):
-                if rows and float(rows[0][1]) <= settled_before_ms:
-                    lane.append((float(rows[0][1]), s))
-        return [s for _, s in sorted(urgent)], [s for _, s in sorted(wide)]
+        n = len(LANES)
+        lanes: list[list[tuple[float, int]]] = [[] for _ in LANES]
+        for i, rows in enumerate(heads):
+            if rows and float(rows[0][1]) <= settled_before_ms:
+                lanes[i % n].append((float(rows[0][1]), i // n))
+        urgent, near, wide = ([s for _, s in sorted(lane)] for lane in lanes)
+        return urgent, near, wide
 
     def take(self, limit: int, *, shard: int | None = None,
-             settled_before_ms: float = float("inf"), urgent_only: bool = False,
-             wide_only: bool = False, lease_ms: int = 0) -> list[tuple[int, float]]:
+             settled_before_ms: float = float("inf"), lanes: Sequence[Lane] = LANES,
+             lease_ms: int = 0) -> list[tuple[int, float]]:
         if shard is None:
             if lease_ms:
                 raise ValueError("a lease is taken from one shard at a time")
-            return self._take_all(limit, settled_before_ms, urgent_only, wide_only)
-        lanes = 1 if urgent_only else 2 if wide_only else 0
-        args = [_score_arg(settled_before_ms), limit, lanes, int(lease_ms)]
+            return self._take_all(limit, settled_before_ms, lanes)
+        args = [_score_arg(settled_before_ms), limit, _indexes(lanes), int(lease_ms)]
         return _pairs(self._scripts([(1, self._shard_keys(shard), args)]))
 
-    def _take_all(self, limit: int, settled_before_ms: float, urgent_only: bool,
-                  wide_only: bool) -> list[tuple[int, float]]:
-        """Every shard's oldest, urgent lanes first (maintenance and tests; drains go by shard)."""
-        n, kinds = self._shards, (1,) if urgent_only else (2,) if wide_only else (1, 2)
-        calls = [(1, self._shard_keys(s), [_score_arg(settled_before_ms), limit, kind, 0])
-                 for kind in kinds for s in range(n)]
+    def _take_all(self, limit: int, settled_before_ms: float,
+                  lanes: Sequence[Lane]) -> list[tuple[int, float]]:
+        """Every shard's oldest, lane by lane (maintenance and tests; drains go by shard)."""
+        n = self._shards
+        calls = [(1, self._shard_keys(s), [_score_arg(settled_before_ms), limit, _indexes([lane]), 0])
+                 for lane in lanes for s in range(n)]
         replies = self._scripts(calls)
-        by_kind = {k: replies[i * n:(i + 1) * n] for i, k in enumerate(kinds)}
-        urgent, wide = (_pairs(by_kind.get(k, [])) for k in (1, 2))
-        return (sorted(urgent, key=_order) + sorted(wide, key=_order))[:limit]
+        pairs = [sorted(_pairs(replies[i * n:(i + 1) * n]), key=_order) for i in range(len(lanes))]
+        return [pair for lane in pairs for pair in lane][:limit]
 
     def renew(self, taken: Sequence[tuple[int, float]], *, lease_ms: int) -> int:
         return self._leases(taken, lease_ms)
@@ -194,7 +206,7 @@ class RedisDirtySet:
             rows: list[tuple[bytes, float]] = self.redis.zrange(key, 0, -1, withscores=True)
         strays = [(member, score) for member, score in rows if self.shard_of(int(member)) != shard]
         for member, score in strays:  # one by one: each keeps its own score
-            self.add([int(member)], now_ms=int(score), urgent=key.endswith(":urgent"))
+            self.add([int(member)], now_ms=int(score), lane=_lane_of(key))
             with translated():
                 self.redis.zrem(key, member)
                 if shard is not None:

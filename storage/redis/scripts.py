@@ -103,55 +103,54 @@ return 1
 """
 
 
-# The dirty set's shard scripts: KEYS[1] the urgent lane, KEYS[2] the wide lane, KEYS[3] the shard's
-# leases (one hash tag), so an id is in at most one lane and moves between them atomically
+# The dirty set's shard scripts: KEYS[1..3] the urgent, near and wide lanes, KEYS[4] the shard's leases
+# (one hash tag), so an id is in at most one lane and moves between them atomically
 # (storage/redis/queue.py). A lease is a hash field id -> "<expires ms> <score taken>" (Redis's clock):
 # the id is in a drain's hands until then, and the score says which take it belongs to, so the lease
 # of a later take (of a later edit's score) is never let go by an earlier one.
-# An add gives an id already there a score above the one it holds (at least one more): every add
-# changes the score, so ``done`` (below) never mistakes an add for none, even one made with the same
-# clock reading as the add a drain took. An urgent add of an id in the wide lane also lets go of its
-# lease: a new edit's urgent foci are not kept waiting for a hub's wide batch that holds them.
+# An add (ARGV[2]: the lane's index) gives an id already there a score above the one it holds (at
+# least one more): every add changes the score, so ``done`` (below) never mistakes an add for none,
+# even one made with the same clock reading as the add a drain took. An id stays in the more urgent of
+# its lane and the add's; one moved to a more urgent lane loses its lease: a new edit's close foci are
+# not kept waiting for a hub's wide batch that holds them.
 DIRTY_ADD_LUA = """
 local new = 0
-local now = tonumber(ARGV[1])
+local now, want = tonumber(ARGV[1]), tonumber(ARGV[2])
 for i = 3, #ARGV do
   local id = ARGV[i]
-  local urgent = redis.call('ZSCORE', KEYS[1], id)
-  local wide = redis.call('ZSCORE', KEYS[2], id)
+  local at, held = nil, nil
+  for k = 1, 3 do
+    local found = redis.call('ZSCORE', KEYS[k], id)
+    if found then at, held = k, tonumber(found) end
+  end
   local score = now
-  if not urgent and not wide then
+  if not at then
     new = new + 1
-  else
-    local held = tonumber(urgent or wide)
-    if held >= now then score = held + 1 end
+  elseif held >= now then
+    score = held + 1
   end
-  score = string.format('%.17g', score)
-  if ARGV[2] == '1' or urgent then
-    redis.call('ZADD', KEYS[1], score, id)
-    if wide then redis.call('ZREM', KEYS[2], id); redis.call('HDEL', KEYS[3], id) end
-  else
-    redis.call('ZADD', KEYS[2], score, id)
-  end
+  local lane = math.min(at or want, want)
+  redis.call('ZADD', KEYS[lane], string.format('%.17g', score), id)
+  if at and lane < at then redis.call('ZREM', KEYS[at], id); redis.call('HDEL', KEYS[4], id) end
 end
 return new
 """
 
-# Take up to ARGV[2] ids scored at most ARGV[1], urgent lane first (ARGV[3]: '1' urgent only, '2' wide
-# only), skipping ids under a live lease, and lease them for ARGV[4] ms (0: no lease). One page per
-# lane suffices: at most HLEN(leases) of the lane's oldest ids are skipped. A dead lease met on the
-# way is deleted.
+# Take up to ARGV[2] ids scored at most ARGV[1] from the lanes whose indexes ARGV[3] lists (digits, in
+# the order to read them), skipping ids under a live lease, and lease them for ARGV[4] ms (0: no
+# lease). One page per lane suffices: at most HLEN(leases) of the lane's oldest ids are skipped. A dead
+# lease met on the way is deleted.
 DIRTY_TAKE_LUA = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local limit, lease = tonumber(ARGV[2]), tonumber(ARGV[4])
-local page = limit + redis.call('HLEN', KEYS[3])
+local page = limit + redis.call('HLEN', KEYS[4])
 local rows = {}
 local function free(id)
-  local held = redis.call('HGET', KEYS[3], id)
+  local held = redis.call('HGET', KEYS[4], id)
   if not held then return true end
   if tonumber(string.match(held, '^%S+')) > now then return false end
-  redis.call('HDEL', KEYS[3], id)
+  redis.call('HDEL', KEYS[4], id)
   return true
 end
 local function fill(lane)
@@ -162,11 +161,10 @@ local function fill(lane)
     if free(found[i]) then rows[#rows + 1] = found[i]; rows[#rows + 1] = found[i + 1] end
   end
 end
-if ARGV[3] ~= '2' then fill(KEYS[1]) end
-if ARGV[3] ~= '1' then fill(KEYS[2]) end
+for k in string.gmatch(ARGV[3], '%d') do fill(KEYS[tonumber(k)]) end
 if lease > 0 then
   for i = 1, #rows, 2 do
-    redis.call('HSET', KEYS[3], rows[i], string.format('%d', now + lease) .. ' ' .. rows[i + 1])
+    redis.call('HSET', KEYS[4], rows[i], string.format('%d', now + lease) .. ' ' .. rows[i + 1])
   end
 end
 return rows
@@ -178,11 +176,11 @@ return rows
 DIRTY_DONE_LUA = """
 local removed = 0
 for i = 1, #ARGV, 2 do
-  local held = redis.call('HGET', KEYS[3], ARGV[i])
+  local held = redis.call('HGET', KEYS[4], ARGV[i])
   if held and tonumber(string.match(held, '%S+$')) == tonumber(ARGV[i + 1]) then
-    redis.call('HDEL', KEYS[3], ARGV[i])
+    redis.call('HDEL', KEYS[4], ARGV[i])
   end
-  for k = 1, 2 do
+  for k = 1, 3 do
     local score = redis.call('ZSCORE', KEYS[k], ARGV[i])
     if score and tonumber(score) == tonumber(ARGV[i + 1]) then
       removed = removed + redis.call('ZREM', KEYS[k], ARGV[i])
@@ -199,14 +197,14 @@ local t = redis.call('TIME')
 local expires = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[1])
 local count = 0
 for i = 2, #ARGV, 2 do
-  local held = redis.call('HGET', KEYS[3], ARGV[i])
+  local held = redis.call('HGET', KEYS[4], ARGV[i])
   local score = held and string.match(held, '%S+$')
   if score and tonumber(score) == tonumber(ARGV[i + 1]) then
     count = count + 1
     if ARGV[1] == '0' then
-      redis.call('HDEL', KEYS[3], ARGV[i])
+      redis.call('HDEL', KEYS[4], ARGV[i])
     else
-      redis.call('HSET', KEYS[3], ARGV[i], string.format('%d', expires) .. ' ' .. score)
+      redis.call('HSET', KEYS[4], ARGV[i], string.format('%d', expires) .. ' ' .. score)
     end
   end
 end

@@ -42,7 +42,7 @@ class DirtyQueueContract:
 
     def test_the_urgent_lane_is_served_before_older_wide_ids(self, dirty: Any) -> None:
         dirty.add([1, 5, 9], now_ms=1_000)
-        dirty.add([13], now_ms=2_000, urgent=True)
+        dirty.add([13], now_ms=2_000, lane="urgent")
         assert dirty.take(2, shard=1) == [(13, 2_000.0), (1, 1_000.0)]
         assert dirty.take(10, shard=1) == [(13, 2_000.0), (1, 1_000.0), (5, 1_000.0), (9, 1_000.0)]
         assert dirty.done([(13, 2_000.0)]) == 1
@@ -50,43 +50,68 @@ class DirtyQueueContract:
 
     def test_an_urgent_only_take_leaves_the_wide_lane_alone(self, dirty: Any) -> None:
         dirty.add([1, 5], now_ms=1_000)
-        dirty.add([9, 13], now_ms=2_000, urgent=True)
-        assert dirty.take(10, shard=1, urgent_only=True) == [(13, 2_000.0), (9, 2_000.0)]
-        assert [i for i, _ in dirty.take(10, urgent_only=True)] == [13, 9]
+        dirty.add([9, 13], now_ms=2_000, lane="urgent")
+        assert dirty.take(10, shard=1, lanes=("urgent",)) == [(13, 2_000.0), (9, 2_000.0)]
+        assert [i for i, _ in dirty.take(10, lanes=("urgent",))] == [13, 9]
         assert dirty.done([(9, 2_000.0), (13, 2_000.0)]) == 2
-        assert dirty.take(10, shard=1, urgent_only=True) == []
+        assert dirty.take(10, shard=1, lanes=("urgent",)) == []
         assert dirty.take(10, shard=1) == [(1, 1_000.0), (5, 1_000.0)]
 
     def test_a_wide_only_take_leaves_the_urgent_lane_alone(self, dirty: Any) -> None:
         dirty.add([1, 5], now_ms=1_000)
-        dirty.add([9, 13], now_ms=500, urgent=True)
-        assert dirty.take(10, shard=1, wide_only=True) == [(1, 1_000.0), (5, 1_000.0)]
-        assert [i for i, _ in dirty.take(10, wide_only=True)] == [1, 5]
-        assert dirty.take(1, shard=1, wide_only=True) == [(1, 1_000.0)]
+        dirty.add([9, 13], now_ms=500, lane="urgent")
+        assert dirty.take(10, shard=1, lanes=("wide",)) == [(1, 1_000.0), (5, 1_000.0)]
+        assert [i for i, _ in dirty.take(10, lanes=("wide",))] == [1, 5]
+        assert dirty.take(1, shard=1, lanes=("wide",)) == [(1, 1_000.0)]
         assert dirty.done([(1, 1_000.0), (5, 1_000.0)]) == 2
-        assert dirty.take(10, shard=1, wide_only=True) == []
+        assert dirty.take(10, shard=1, lanes=("wide",)) == []
         assert dirty.take(10, shard=1) == [(13, 500.0), (9, 500.0)]
 
     def test_ready_lanes_name_each_lanes_settled_shards_oldest_first(self, dirty: Any) -> None:
-        dirty.add([2], now_ms=3_000, urgent=True)
-        dirty.add([1], now_ms=2_000, urgent=True)
+        dirty.add([2], now_ms=3_000, lane="urgent")
+        dirty.add([1], now_ms=2_000, lane="urgent")
         dirty.add([3], now_ms=1_000)
         dirty.add([6], now_ms=1_500)
         dirty.add([5], now_ms=4_000)
-        assert dirty.ready_lanes() == ([1, 2], [3, 2, 1])
-        assert dirty.ready_lanes(settled_before_ms=2_500) == ([1], [3, 2])
+        dirty.add([7], now_ms=2_200, lane="near")
+        assert dirty.ready_lanes() == ([1, 2], [3], [3, 2, 1])
+        assert dirty.ready_lanes(settled_before_ms=2_100) == ([1], [], [3, 2])
         assert dirty.ready(settled_before_ms=2_500) == [1, 3, 2]
+
+    def test_the_near_lane_is_served_after_the_urgent_one_and_before_the_wide_one(
+            self, dirty: Any) -> None:
+        dirty.add([1], now_ms=500)
+        dirty.add([5], now_ms=1_000, lane="near")
+        dirty.add([9], now_ms=2_000, lane="urgent")
+        assert dirty.take(10, shard=1) == [(9, 2_000.0), (5, 1_000.0), (1, 500.0)]
+        assert dirty.take(10, shard=1, lanes=("near",)) == [(5, 1_000.0)]
+        assert [i for i, _ in dirty.take(10, lanes=("wide", "near"))] == [1, 5]
+
+    def test_an_id_moves_only_to_a_more_urgent_lane_and_then_loses_its_lease(
+            self, dirty: Any) -> None:
+        dirty.add([1], now_ms=1_000)
+        wide = dirty.take(10, shard=1, lease_ms=60_000)
+        dirty.add([1], now_ms=2_000, lane="near")  # moved: the wide batch's lease let go
+        assert dirty.take(10, shard=1, lanes=("near",), lease_ms=60_000) == [(1, 2_000.0)]
+        assert dirty.done(wide) == 0
+        dirty.add([1], now_ms=3_000)  # a wide add: still near, leased
+        assert dirty.take(10, shard=1) == []
+        dirty.add([1], now_ms=4_000, lane="urgent")  # moved again, free again
+        assert dirty.take(10, shard=1, lanes=("urgent",)) == [(1, 4_000.0)]
+        dirty.add([1], now_ms=5_000, lane="near")  # a near add of an urgent id: still urgent
+        assert dirty.take(10, shard=1, lanes=("near", "wide")) == []
+        assert dirty.size() == 1
 
     def test_a_full_urgent_batch_leaves_the_wide_lane_waiting(self, dirty: Any) -> None:
         dirty.add([1], now_ms=500)
-        dirty.add([5, 9], now_ms=2_000, urgent=True)
+        dirty.add([5, 9], now_ms=2_000, lane="urgent")
         assert dirty.take(2, shard=1) == [(5, 2_000.0), (9, 2_000.0)]
 
     def test_an_urgent_add_moves_a_wide_id_and_the_old_score_no_longer_removes_it(
             self, dirty: Any) -> None:
         dirty.add([1], now_ms=1_000)
         taken_before = dirty.take(10, shard=1)
-        assert dirty.add([1], now_ms=2_000, urgent=True) == 0
+        assert dirty.add([1], now_ms=2_000, lane="urgent") == 0
         assert dirty.size() == 1
         assert dirty.done(taken_before) == 0
         assert dirty.take(10, shard=1) == [(1, 2_000.0)]
@@ -97,16 +122,16 @@ class DirtyQueueContract:
         dirty.add([1, 5], now_ms=1_000)
         taken = dirty.take(10, shard=1)
         assert dirty.add([1], now_ms=1_000) == 0
-        assert dirty.add([5], now_ms=400, urgent=True) == 0
+        assert dirty.add([5], now_ms=400, lane="urgent") == 0
         assert dirty.done(taken) == 0
         assert dirty.take(10, shard=1) == [(5, 1_001.0), (1, 1_001.0)]
         assert dirty.add([1], now_ms=1_001) == 0  # the same again: one more
         assert dirty.add([1], now_ms=5_000) == 0  # a clock ahead: its own reading
-        assert dirty.take(10, shard=1, urgent_only=True) == [(5, 1_001.0)]
+        assert dirty.take(10, shard=1, lanes=("urgent",)) == [(5, 1_001.0)]
         assert dirty.take(10, shard=1) == [(5, 1_001.0), (1, 5_000.0)]
 
     def test_a_wide_add_of_an_urgent_id_keeps_it_urgent_with_the_new_score(self, dirty: Any) -> None:
-        dirty.add([2], now_ms=1_000, urgent=True)
+        dirty.add([2], now_ms=1_000, lane="urgent")
         dirty.add([6], now_ms=500)
         dirty.add([2], now_ms=3_000)
         assert dirty.take(10, shard=2) == [(2, 3_000.0), (6, 500.0)]  # still ahead of the older 6
@@ -114,7 +139,7 @@ class DirtyQueueContract:
 
     def test_taking_from_every_shard_gives_urgent_ids_first_then_the_oldest(self, dirty: Any) -> None:
         dirty.add([1, 2], now_ms=1_000)
-        dirty.add([3], now_ms=3_000, urgent=True)
+        dirty.add([3], now_ms=3_000, lane="urgent")
         dirty.add([6], now_ms=2_000)
         assert dirty.take(3) == [(3, 3_000.0), (1, 1_000.0), (2, 1_000.0)]
         assert dirty.take(10, settled_before_ms=1_500) == [(1, 1_000.0), (2, 1_000.0)]
@@ -130,7 +155,7 @@ class DirtyQueueContract:
             self, dirty: Any) -> None:
         dirty.add([1], now_ms=3_000)
         dirty.add([2], now_ms=1_000)
-        dirty.add([7], now_ms=2_000, urgent=True)
+        dirty.add([7], now_ms=2_000, lane="urgent")
         dirty.add([8], now_ms=9_000)
         assert dirty.ready() == [3, 2, 1, 0]
         assert dirty.ready(settled_before_ms=2_500) == [3, 2]
@@ -146,7 +171,7 @@ class DirtyQueueContract:
     def test_size_and_oldest_cover_every_shard_and_lane(self, dirty: Any) -> None:
         assert (dirty.size(), dirty.oldest_ms(), dirty.ready()) == (0, None, [])
         dirty.add([5, 6], now_ms=2_000)
-        dirty.add([3], now_ms=1_500, urgent=True)
+        dirty.add([3], now_ms=1_500, lane="urgent")
         assert (dirty.size(), dirty.oldest_ms()) == (3, 1_500.0)
 
     def test_a_leased_id_is_not_taken_again_until_let_go(self, dirty: Any) -> None:
@@ -177,7 +202,7 @@ class DirtyQueueContract:
     def test_a_lease_belongs_to_the_score_it_was_taken_with(self, dirty: Any) -> None:
         dirty.add([5], now_ms=1_000)
         wide = dirty.take(10, shard=1, lease_ms=60_000)
-        dirty.add([5], now_ms=2_000, urgent=True)  # the edit's own note: let go of the wide lease
+        dirty.add([5], now_ms=2_000, lane="urgent")  # the edit's own note: let go of the wide lease
         urgent = dirty.take(10, shard=1, lease_ms=60_000)
         assert urgent == [(5, 2_000.0)]
         assert dirty.done(wide) == 0 and dirty.take(10, shard=1) == []  # not the later lease
@@ -186,9 +211,9 @@ class DirtyQueueContract:
         assert dirty.release(urgent) == 1 and dirty.take(10, shard=1) == [(5, 2_000.0)]
 
     def test_an_urgent_add_keeps_the_lease_of_an_urgent_id(self, dirty: Any) -> None:
-        dirty.add([5], now_ms=1_000, urgent=True)
+        dirty.add([5], now_ms=1_000, lane="urgent")
         leased = dirty.take(10, shard=1, lease_ms=60_000)
-        dirty.add([5], now_ms=2_000, urgent=True)
+        dirty.add([5], now_ms=2_000, lane="urgent")
         assert dirty.take(10, shard=1) == []
         assert dirty.done(leased) == 0 and dirty.take(10, shard=1) == [(5, 2_000.0)]
 
@@ -233,7 +258,7 @@ class RedisDirtyQueueContract(DirtyQueueContract):
             self, backend: Any) -> None:
         wide = backend.dirty_queue(8)
         wide.add([5, 7], now_ms=1_000)
-        wide.add([6], now_ms=1_200, urgent=True)
+        wide.add([6], now_ms=1_200, lane="urgent")
         backend.client.zadd(backend.keys.legacy_dirty(), {b"9": 900})
         narrow = backend.dirty_queue(SHARDS)
         assert narrow.adopt() == 4
@@ -246,13 +271,13 @@ class RedisDirtyQueueContract(DirtyQueueContract):
         two = backend.dirty_queue(2)
         assert two.adopt() == 0
         two.add([3, 4, 7], now_ms=1_000)  # shards 1, 0, 1 of two
-        two.add([5], now_ms=1_200, urgent=True)
+        two.add([5], now_ms=1_200, lane="urgent")
         assert [i for i, _ in two.take(10, shard=1, lease_ms=60_000)] == [5, 3, 7]
         three = backend.dirty_queue(3)
         assert three.adopt() == 3 and three.adopt() == 0  # 3, 4 and 5 live elsewhere among three
         assert sorted(three.take(10, shard=0)) == [(3, 1_000.0)]
         assert three.take(10, shard=1) == [(4, 1_000.0)]  # 7 stayed, and stays leased
-        assert three.take(10, shard=2, urgent_only=True) == [(5, 1_200.0)]
+        assert three.take(10, shard=2, lanes=("urgent",)) == [(5, 1_200.0)]
         assert three.done([(3, 1_000.0), (4, 1_000.0), (7, 1_000.0), (5, 1_200.0)]) == 4
         assert three.size() == 0
 

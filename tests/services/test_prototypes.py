@@ -248,19 +248,19 @@ def test_sharded_dirty_sets_leased_by_two_workers_at_once(
         cluster_client: RedisCluster, cluster_prefix: str) -> None:
     shards = 8
     keys = Keys(cluster_prefix)
-    shard_keys = [[keys.dirty(s, urgent=True), keys.dirty(s, urgent=False), keys.dirty_leases(s)]
-                  for s in range(shards)]
-    assert len({cluster_client.get_node_from_key(k[1]).name for k in shard_keys}) > 1
+    shard_keys = [[*(keys.dirty(s, lane) for lane in ("urgent", "near", "wide")),
+                   keys.dirty_leases(s)] for s in range(shards)]
+    assert len({cluster_client.get_node_from_key(k[2]).name for k in shard_keys}) > 1
     for note in range(100):
-        cluster_client.zadd(shard_keys[note % shards][1], {str(note): 1000 + note})
+        cluster_client.zadd(shard_keys[note % shards][2], {str(note): 1000 + note})
     take = cluster_client.register_script(DIRTY_TAKE_LUA)
     done = cluster_client.register_script(DIRTY_DONE_LUA)
     for s in range(shards):  # two workers take from the same shard: never the same ids
-        first, second = (take(keys=shard_keys[s], args=["+inf", 3, 0, 5_000]) for _ in range(2))
+        first, second = (take(keys=shard_keys[s], args=["+inf", 3, "123", 5_000]) for _ in range(2))
         assert len(first) == len(second) == 6 and not set(first[::2]) & set(second[::2])
         assert done(keys=shard_keys[s], args=first + second) == 6
-        assert cluster_client.hlen(shard_keys[s][2]) == 0  # done let the leases go
-    assert sum(cluster_client.zcard(k[1]) for k in shard_keys) == 100 - 6 * shards
+        assert cluster_client.hlen(shard_keys[s][3]) == 0  # done let the leases go
+    assert sum(cluster_client.zcard(k[2]) for k in shard_keys) == 100 - 6 * shards
 
 
 def test_incr_of_an_untagged_key(cluster_client: RedisCluster, cluster_prefix: str) -> None:

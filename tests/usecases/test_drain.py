@@ -85,7 +85,7 @@ def test_a_session_serves_an_urgent_edit_before_a_hubs_wide_set(world: World) ->
 
     def rebuild(ids: Iterable[int]) -> RebuildReport:
         if not seen:  # an edit arrives while the first wide batch is rebuilt
-            world.dirty.add([7], now_ms=2, urgent=True)
+            world.dirty.add([7], now_ms=2, lane="urgent")
         return recording(seen)(ids)
 
     session(world, rebuild, batch=50)
@@ -95,7 +95,7 @@ def test_a_session_serves_an_urgent_edit_before_a_hubs_wide_set(world: World) ->
 
 def test_urgent_foci_of_every_shard_make_one_batch_of_their_own(world: World) -> None:
     world.dirty.add(range(100, 140), now_ms=1)
-    world.dirty.add([4, 5, 6, 7], now_ms=2, urgent=True)  # one in each of the 4 shards
+    world.dirty.add([4, 5, 6, 7], now_ms=2, lane="urgent")  # one in each of the 4 shards
     seen: list[list[int]] = []
     session(world, recording(seen), batch=100)
     assert sorted(seen[0]) == [4, 5, 6, 7]
@@ -103,13 +103,24 @@ def test_urgent_foci_of_every_shard_make_one_batch_of_their_own(world: World) ->
     assert [len(batch) for batch in seen[1:]] == [25, 15]  # wide: a quarter of a batch at a time
 
 
+def test_a_small_edits_near_foci_follow_its_urgent_ones_ahead_of_an_older_wide_set(
+        world: World) -> None:
+    world.dirty.add(range(100, 140), now_ms=1)  # a hub's wide set
+    world.dirty.add(range(10, 30), now_ms=2, lane="near")
+    world.dirty.add([4, 5], now_ms=2, lane="urgent")
+    seen: list[list[int]] = []
+    session(world, recording(seen), batch=100)
+    assert [sorted(batch) for batch in seen[:2]] == [[4, 5], list(range(10, 30))]
+    assert [len(batch) for batch in seen[2:]] == [25, 15]  # near: a whole batch; wide: a quarter
+
+
 def test_while_one_worker_rebuilds_an_edits_urgent_foci_another_takes_its_wide_ones(
     world: World,
 ) -> None:
     """An edit's wide foci in the shards of its urgent ones need not wait for the urgent batch."""
     world.dirty.add([1, 5], now_ms=1)
-    world.dirty.add([9], now_ms=1, urgent=True)  # all three in shard 1
-    other = world.dirty.take(1, shard=1, urgent_only=True, lease_ms=60_000)
+    world.dirty.add([9], now_ms=1, lane="urgent")  # all three in shard 1
+    other = world.dirty.take(1, shard=1, lanes=("urgent",), lease_ms=60_000)
     assert other == [(9, 1.0)]  # another worker is rebuilding focus 9
     seen: list[list[int]] = []
     session(world, recording(seen), batch=100)
@@ -124,7 +135,7 @@ def test_two_workers_drain_one_lane_side_by_side(world: World) -> None:
     from another."""
     world.dirty.add([1, 5, 9], now_ms=1)
     world.dirty.add([13, 17], now_ms=2)  # shard 1 too: a later edit
-    remnant = world.dirty.take(2, shard=1, wide_only=True, lease_ms=60_000)
+    remnant = world.dirty.take(2, shard=1, lanes=("wide",), lease_ms=60_000)
     assert [i for i, _ in remnant] == [1, 5]
     seen: list[list[int]] = []
     session(world, recording(seen), batch=100)
@@ -153,7 +164,7 @@ def test_a_session_fills_a_batch_from_several_shards(world: World) -> None:
     seen.clear()
     assert session(world, recording(seen), batch=12) == 8
     assert [len(batch) for batch in seen] == [3, 3, 2]  # wide: a quarter of a batch at a time
-    world.dirty.add(range(8), now_ms=3, urgent=True)
+    world.dirty.add(range(8), now_ms=3, lane="urgent")
     seen.clear()
     assert session(world, recording(seen), batch=5) == 8
     assert [len(batch) for batch in seen] == [5, 3]
@@ -235,7 +246,7 @@ def test_a_failure_to_let_go_never_hides_the_batchs_own_error(
 def test_an_urgent_edit_of_a_focus_in_a_wide_batch_is_taken_at_once(world: World) -> None:
     world.dirty.add([1, 5], now_ms=1)
     hub_batch = world.dirty.take(10, shard=1, lease_ms=60_000)
-    world.dirty.add([5], now_ms=2, urgent=True)  # the edit's own note, while the batch runs
+    world.dirty.add([5], now_ms=2, lane="urgent")  # the edit's own note, while the batch runs
     seen: list[list[int]] = []
     session(world, recording(seen), batch=10)
     assert seen == [[5]]

@@ -107,19 +107,37 @@ def test_an_edits_children_and_referring_links_are_urgent_unless_it_is_a_hub(
     assert not close & urgent and hub_affected == affected  # the same work, only later
 
 
-def test_a_small_edit_is_urgent_as_a_whole(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
-    """So a hub's wide set dirtied before it never keeps a small edit's foci waiting."""
+def test_an_edits_nearest_siblings_showing_it_are_urgent_unless_too_many(
+    world: World, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    g = hand_graph()
+    ids = [n.id for n in sorted((n for n in g.notes.values() if n.parent_id == 2 and not n.deleted),
+                                key=lambda n: (n.skeleton().sibling_order, n.id))]
+    world.strategies = ("wavefront",)
+    world.rebuild(live(world))
+    shown = set(ids[1:5]) & world.cache.dependents([ids[0]])
+    urgent, _ = affected_foci([NoteEvent("note.updated", ids[0])], world.source, world.cache,
+                              sibling_radius=4)
+    assert shown and shown <= urgent
+    monkeypatch.setattr(tree_events, "CLOSE_LIMIT", 1)
+    urgent, _ = affected_foci([NoteEvent("note.updated", ids[0])], world.source, world.cache,
+                              sibling_radius=4)
+    assert not shown & urgent
+
+
+def test_a_small_edits_other_foci_wait_in_the_near_lane(world: World,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Behind its close foci, ahead of a large edit's wide set dirtied before it."""
     world.rebuild(live(world))
     urgent, affected = affected_foci([NoteEvent("note.updated", 10)], world.source, world.cache,
                                      sibling_radius=sibling_radius(world.strategies))
     assert urgent < affected
-    monkeypatch.setattr(events, "SMALL_EDIT_FOCI", len(affected) - 1)
-    world.events(NoteEvent("note.updated", 10))
-    assert {i for i, _ in world.dirty.take(10_000, urgent_only=True)} == urgent
-    world.dirty.done(world.dirty.take(10_000))
-    monkeypatch.setattr(events, "SMALL_EDIT_FOCI", len(affected))
-    world.events(NoteEvent("note.updated", 10))
-    assert {i for i, _ in world.dirty.take(10_000, urgent_only=True)} == affected
+    for small, lane in ((len(affected) - 1, "wide"), (len(affected), "near")):
+        monkeypatch.setattr(events, "SMALL_EDIT_FOCI", small)
+        world.events(NoteEvent("note.updated", 10))
+        assert {i for i, _ in world.dirty.take(10_000, lanes=("urgent",))} == urgent
+        assert {i for i, _ in world.dirty.take(10_000, lanes=(lane,))} == affected - urgent
+        world.dirty.done(world.dirty.take(10_000))
 
 
 class _EditedBeforeTheWrite(CacheProxy):

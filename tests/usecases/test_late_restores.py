@@ -123,7 +123,7 @@ def test_what_a_move_reaches_below_the_moved_note_waits_in_the_wide_lane(world: 
     world.edit(10, parent_id=3)
     affected = world.events(NoteEvent("note.moved", 10, before_parent_id=2, after_parent_id=3))
     assert {10, 31, NEW} <= affected
-    assert 10 in world.state.urgent and NEW not in world.state.urgent
+    assert world.state.lanes[10] == "urgent" and world.state.lanes[NEW] != "urgent"
 
 
 @pytest.mark.parametrize(("event", "moves"), [

@@ -25,7 +25,7 @@ def test_a_drain_session_counts_its_batches_and_how_long_each_focus_waited(world
     registry = CollectorRegistry()
     metrics = WorkMetrics.create(registry)
     dirtied = world.clock()
-    world.dirty.add([1, 2, 3], now_ms=dirtied, urgent=True)
+    world.dirty.add([1, 2, 3], now_ms=dirtied, lane="urgent")
     world.now[0] += 2_000  # the drain writes them two seconds after they were marked dirty
     drain_session(world.dirty, world.rebuild, batch=100, debounce_ms=0, budget_s=60,
                   clock_ms=world.clock, lease_ms=10_000,
