@@ -14,7 +14,7 @@ A move (a new parent or a new target) changes the paths below the moved note, an
 are in ``dep:X`` already; but it also reaches the same scope below X as a delete or restore would
 (``NoteSource.edit_scope``: the subtree, the links into it, the links to those) and handles it as a
 restore's walk handles what it finds: stamped, with the parents, targets, nearest siblings and
-dependents of those notes, in the wide lane. This is for a restore whose event runs after the tree
+dependents of those notes, never urgent. This is for a restore whose event runs after the tree
 moved on. The restore's event finds what came back by walking down from its root *when it runs*;
 a note restored with the subtree whose ancestor (or, for a link pointing into the subtree, whose
 target) moved out before then is not below the root any more, and neither are the links to it. A
