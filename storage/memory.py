@@ -129,9 +129,15 @@ class MemoryDirtySet:
                     ) -> tuple[list[int], list[int], list[int]]:
         with self.state.lock:
             self.state.check()
-            urgent, near, wide = (list(dict.fromkeys(self.shard_of(i) for i, _ in lane))
-                                  for lane in self._lanes(None, settled_before_ms))
+            urgent, near, wide = (self._by_head(lane) for lane in self._lanes(None, settled_before_ms))
             return urgent, near, wide
+
+    def _by_head(self, lane: list[tuple[int, float]]) -> list[int]:
+        """The shards of a lane's ordered pairs by their oldest one, ties by shard (as Redis)."""
+        heads: dict[int, float] = {}
+        for i, score in lane:
+            heads.setdefault(self.shard_of(i), score)
+        return [shard for shard, _ in sorted(heads.items(), key=lambda head: (head[1], head[0]))]
 
     def take(self, limit: int, *, shard: int | None = None,
              settled_before_ms: float = float("inf"), lanes: Sequence[Lane] = LANES,

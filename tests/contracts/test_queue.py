@@ -78,6 +78,10 @@ class DirtyQueueContract:
         assert dirty.ready_lanes(settled_before_ms=2_100) == ([1], [], [3, 2])
         assert dirty.ready(settled_before_ms=2_500) == [1, 3, 2]
 
+    def test_shards_whose_oldest_ids_tie_are_ready_in_shard_order(self, dirty: Any) -> None:
+        dirty.add([5, 10], now_ms=1_000)  # shards 1 and 2: "10" sorts before "5" as a member
+        assert dirty.ready() == [1, 2] and dirty.ready_lanes() == ([], [], [1, 2])
+
     def test_the_near_lane_is_served_after_the_urgent_one_and_before_the_wide_one(
             self, dirty: Any) -> None:
         dirty.add([1], now_ms=500)
