@@ -128,7 +128,7 @@ MEANINGS: Mapping[str, str] = {
     "debounce_ms": "a dirty note is rebuilt once it has been quiet this long",
     "drain_batch": "a drain rebuilds at most this many dirty foci at once (a quarter of it from "
                    "a large edit's wide set); an edit's foci wait for at most about such a "
-                   "quarter batch on a busy worker process",
+                   "quarter batch on a worker process busy with a wide set",
     "drain_budget_ms": "a drain task keeps its worker process for about this long (then the "
                        "batch it is in) before queueing its successor behind the events that "
                        "arrived meanwhile: how long an edit's event waits on a busy worker",
