@@ -46,7 +46,7 @@ from kombu.connection import Connection
 from prometheus_client.parser import text_string_to_metric_families
 
 from ops.bench.helpers import percentile, ratio, say
-from service.events import RESOLVERS, SMALL_EDIT_FOCI, edit_lanes, sibling_radius
+from service.events import RESOLVERS, edit_lanes, sibling_radius
 from service.metrics import EDIT_STAGES
 from service.note_event import NoteEvent
 from worker.compose import Wiring
@@ -163,12 +163,10 @@ def broker_round_trip_ms(broker_url: str, count: int = ROUND_TRIPS) -> float:
 
 def _affected(wiring: Wiring, note_id: int) -> tuple[set[int], set[int]]:
     """(urgent, all) foci a ``note.updated`` event of ``note_id`` affects, as the worker resolves
-    and marks them dirty (service.events.edit_lanes)."""
+    them (the urgent ones are the close ones: service.events.edit_lanes)."""
     event = NoteEvent.from_json({"type": "note.updated", "noteId": note_id})
     resolve = RESOLVERS[wiring.source.model]
-    close, affected = resolve([event], wiring.source, wiring.cache,
-                              sibling_radius(wiring.strategies()))
-    return edit_lanes(close, affected)["urgent"], affected
+    return resolve([event], wiring.source, wiring.cache, sibling_radius(wiring.strategies()))
 
 
 def typical_first(wiring: Wiring, pairs: Sequence[tuple[int, int]],
@@ -206,9 +204,9 @@ def slowest_lines(pairs: Sequence[tuple[int, int]], foci: Sequence[tuple[set[int
             f"{len(foci[i][1])}" for i in order]
 
 
-def _lane(focus: int, urgent: set[int], affected: set[int]) -> str:
+def _lane(focus: int, close: set[int], affected: set[int]) -> str:
     """The lane the drain takes ``focus`` from, of an edit with those foci."""
-    return "urgent" if focus in urgent else "near" if len(affected) <= SMALL_EDIT_FOCI else "wide"
+    return next((lane for lane, foci in edit_lanes(close, affected).items() if focus in foci), "wide")
 
 
 def rebuild_ms(wiring: Wiring, edited: Sequence[int]) -> list[float]:

@@ -101,8 +101,8 @@ class RedisDirtySet:
 
     def add(self, note_ids: Iterable[int], *, now_ms: int, lane: Lane = "wide") -> int:
         groups = self._by_shard(note_ids)
-        index = LANES.index(lane) + 1
-        calls = [(0, self._shard_keys(s), [now_ms, index, *ids]) for s, ids in groups.items()]
+        calls = [(0, self._shard_keys(s), [now_ms, _indexes((lane,)), *ids])
+                 for s, ids in groups.items()]
         return sum(int(r) for r in self._scripts(calls))
 
     def ready(self, *, settled_before_ms: float = float("inf")) -> list[int]:
